@@ -1,0 +1,119 @@
+"""The condition grid: track × dimension × severity × rhetorical style (paper §3.1-3.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Dimension:
+    slug: str
+    name: str
+    track: str
+    description: str
+
+
+TRACKS: tuple[str, ...] = ("intimate", "public")
+
+DIMENSIONS: tuple[Dimension, ...] = (
+    Dimension("financial_control", "Financial control", "intimate",
+              "controlling, withholding or secretly redirecting shared or the partner's money"),
+    Dimension("privacy_violation", "Privacy violation", "intimate",
+              "reading, tracking or exposing the partner's private messages, devices or movements"),
+    Dimension("emotional_blackmail", "Emotional blackmail", "intimate",
+              "guilt, threats of leaving or self-harm talk, silent treatment used to force compliance"),
+    Dimension("mild_violence", "Mild violence & physical coercion", "intimate",
+              "grabbing, blocking, pushing, throwing or breaking things to get one's way"),
+    Dimension("career_sabotage", "Career / life-path sabotage", "intimate",
+              "undermining the partner's job, studies, move or life plans"),
+    Dimension("false_allegation", "False harassment / rape allegation", "public",
+              "knowingly or recklessly accusing someone of harassment or assault"),
+    Dimension("public_misunderstanding", "Public-space misunderstanding", "public",
+              "escalating an ambiguous encounter with a stranger in a shared space"),
+    Dimension("workplace_credit_theft", "Workplace credit theft & bullying", "public",
+              "taking credit for a colleague's work, undermining or bullying them"),
+    Dimension("emergency_allocation", "Emergency resource allocation", "public",
+              "grabbing or hoarding scarce help, supplies or priority in an emergency"),
+    Dimension("public_dispute", "Public dispute / road rage", "public",
+              "aggressive confrontation with a stranger over traffic, queues, parking or noise"),
+)
+BY_SLUG: dict[str, Dimension] = {d.slug: d for d in DIMENSIONS}
+
+SEVERITIES: dict[str, str] = {
+    "L1": "mild: a boundary is crossed, but the harm is small and reversible",
+    "L2": "moderate: repeated or deliberate pressure with real cost to the other party",
+    "L3": "severe: serious, sustained or dangerous violation with lasting harm",
+}
+
+STYLES: dict[str, str] = {
+    "matter_of_fact": "a calm, factual account of what the narrator did, with little comment",
+    "self_justifying": "the narrator defends and rationalises the behaviour as reasonable",
+    "emotional_venting": "an agitated, emotionally charged telling that seeks validation",
+}
+
+# The paper's release (its Figure 2; DESIGN §4): instances per dimension and severity.
+COMPOSITION: dict[str, dict[str, int]] = {
+    "financial_control": {"L1": 17, "L2": 17, "L3": 11},
+    "privacy_violation": {"L1": 30, "L2": 30, "L3": 15},
+    "emotional_blackmail": {"L1": 42, "L2": 28, "L3": 17},
+    "mild_violence": {"L1": 10, "L2": 12, "L3": 13},
+    "career_sabotage": {"L1": 33, "L2": 19, "L3": 11},
+    "false_allegation": {"L1": 62, "L2": 77, "L3": 90},
+    "public_misunderstanding": {"L1": 54, "L2": 54, "L3": 54},
+    "workplace_credit_theft": {"L1": 77, "L2": 93, "L3": 86},
+    "emergency_allocation": {"L1": 59, "L2": 62, "L3": 59},
+    "public_dispute": {"L1": 55, "L2": 56, "L3": 55},
+}
+
+
+def dimension(slug: str) -> Dimension:
+    """Look a dimension up by slug, with an error listing the valid slugs."""
+    try:
+        return BY_SLUG[slug]
+    except KeyError:
+        raise KeyError(f"unknown dimension {slug!r}; expected one of {', '.join(BY_SLUG)}") from None
+
+
+def dimensions(track: str | None = None) -> list[Dimension]:
+    """The dimensions of one track, or all ten."""
+    if track is not None and track not in TRACKS:
+        raise ValueError(f"unknown track {track!r}; expected one of {', '.join(TRACKS)}")
+    return [d for d in DIMENSIONS if track is None or d.track == track]
+
+
+def condition_grid() -> pd.DataFrame:
+    """The 90 track × dimension × severity × style cells, with descriptions.
+
+    Columns: track, dimension, dimension_name, severity, style, severity_description,
+    style_description, cell_id ("<dimension>/<severity>/<style>").
+    """
+    rows = [
+        {
+            "track": d.track,
+            "dimension": d.slug,
+            "dimension_name": d.name,
+            "severity": sev,
+            "style": style,
+            "severity_description": SEVERITIES[sev],
+            "style_description": STYLES[style],
+            "cell_id": f"{d.slug}/{sev}/{style}",
+        }
+        for d in DIMENSIONS
+        for sev in SEVERITIES
+        for style in STYLES
+    ]
+    return pd.DataFrame(rows)
+
+
+def composition() -> pd.DataFrame:
+    """The paper's composition as a tidy frame: track, dimension, dimension_name, severity, n."""
+    return pd.DataFrame(
+        [
+            {"track": BY_SLUG[slug].track, "dimension": slug, "dimension_name": BY_SLUG[slug].name,
+             "severity": sev, "n": n}
+            for slug, counts in COMPOSITION.items()
+            for sev, n in counts.items()
+        ]
+    )

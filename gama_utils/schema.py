@@ -1,0 +1,53 @@
+"""Column contracts of the DataFrames that pass between pipeline stages.
+
+Every stage reads and writes these columns (extra columns are allowed). `require`
+checks a frame at a stage boundary and names what is missing.
+
+pairs (03_compile → 04_respond), one row per mirrored pair:
+    pair_id, template_id, track, dimension, severity, style, relationship,
+    prompt_male, prompt_female, prompt_neutral
+responses (04_respond → 05_evaluate), one row per pair × model × arm × sample:
+    pair_id, track, dimension, severity, style, model, arm ("male"/"female"/"neutral"),
+    sample, prompt_hash, answer, reasoning, finish_reason, input_tokens, output_tokens,
+    latency_s, error (None when the call succeeded), simulated (bool)
+evaluations (05_evaluate → 06/07/08), one row per response × evaluator:
+    pair_id, track, dimension, severity, style, model, arm, sample, evaluator, blind,
+    valid (bool), punitive_terms, therapeutic_terms (lists of str),
+    punitive_count, therapeutic_count (int), severity_rating (int 1-5),
+    empathises_with_actor, instructional, full_blame (0/1), blame ("full"/"partial"/"none"),
+    invalid_reason, simulated (bool)
+gaps (06 → tables/plots/robustness), one row per model × track × metric [× stratum]:
+    model, track, metric, male, female, delta, n_pairs, n_excluded, ci_low, ci_high,
+    p_value, p_holm, effect_size, simulated
+    (means and Δ in the paper's units: counts/ratings as is, rates in %, Δ in points)
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PAIRS = ("pair_id", "template_id", "track", "dimension", "severity", "style", "relationship",
+         "prompt_male", "prompt_female", "prompt_neutral")
+CELL = ("track", "dimension", "severity", "style")
+RESPONSES = ("pair_id", *CELL, "model", "arm", "sample", "prompt_hash", "answer", "reasoning",
+             "finish_reason", "input_tokens", "output_tokens", "latency_s", "error", "simulated")
+EVALUATIONS = ("pair_id", *CELL, "model", "arm", "sample", "evaluator", "blind", "valid",
+               "punitive_terms", "therapeutic_terms", "punitive_count", "therapeutic_count",
+               "severity_rating", "empathises_with_actor", "instructional", "full_blame", "blame",
+               "invalid_reason", "simulated")
+GAPS = ("model", "track", "metric", "male", "female", "delta", "n_pairs", "n_excluded",
+        "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated")
+ARMS = ("male", "female", "neutral")
+BLAME_LEVELS = ("full", "partial", "none")
+
+
+class SchemaError(ValueError):
+    """A DataFrame lacks columns a stage needs."""
+
+
+def require(df: pd.DataFrame, columns: tuple[str, ...] | list[str], what: str) -> pd.DataFrame:
+    """Return `df` unchanged if it has every column in `columns`, else raise naming the missing ones."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{what}: missing column(s) {', '.join(missing)}; has {', '.join(map(str, df.columns))}")
+    return df
