@@ -1,0 +1,80 @@
+"""Evaluator agreement (paper §4.4) on a hand-worked example and on the paper's own tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gama_utils import paper
+from gama_utils.robustness import evaluator_agreement
+
+KEYS = [("m1", "intimate", "puni"), ("m1", "intimate", "ther"), ("m1", "public", "puni"),
+        ("m2", "intimate", "puni"), ("m2", "public", "ther")]
+
+
+def cells(deltas: list[float], keys: list[tuple[str, str, str]] = KEYS) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "track": t, "metric": k, "delta": d} for (m, t, k), d in zip(keys, deltas)])
+
+
+def test_hand_example() -> None:
+    # a = [2, -1, 0, 3, 1], b = [1, -2, 0.5, -1, 1].
+    # Direction: cell 3 has a zero in a, so 4 nonzero cells; signs agree in cells 1, 2, 5, not 4 -> 3/4.
+    # |a - b| = 1, 1, 0.5, 4, 0 -> 6.5 / 5 = 1.3.
+    # Pearson: mean a = 1, mean b = -0.1; da = [1, -2, -1, 2, 0], db = [1.1, -1.9, 0.6, -0.9, 1.1];
+    # Σ da·db = 1.1 + 3.8 - 0.6 - 1.8 + 0 = 2.5, Σ da² = 10, Σ db² = 7.2 -> r = 2.5 / √72 = 0.294628.
+    out = evaluator_agreement(cells([2, -1, 0, 3, 1]), cells([1, -2, 0.5, -1, 1]))
+    assert out["direction_agreement"] == 0.75
+    assert out["mean_abs_diff"] == pytest.approx(1.3)
+    assert out["pearson_r"] == pytest.approx(2.5 / np.sqrt(72))
+    assert round(out["pearson_r"], 6) == 0.294628
+    assert (out["n_cells"], out["n_nonzero"]) == (5, 4)
+
+
+def test_hand_example_signed_zeros() -> None:
+    # A zero keeps its sign: +0 vs +0.5 agrees (4/5), -0 vs +0.5 disagrees (3/5); r and |diff| unchanged.
+    b = cells([1, -2, 0.5, -1, 1])
+    assert evaluator_agreement(cells([2, -1, 0.0, 3, 1]), b, signed_zeros=True)["direction_agreement"] == 0.8
+    assert evaluator_agreement(cells([2, -1, -0.0, 3, 1]), b, signed_zeros=True)["direction_agreement"] == 0.6
+
+
+def test_alignment_ignores_row_order_and_unshared_cells() -> None:
+    a = cells([2, -1, 0, 3, 1])
+    b = pd.concat([cells([1, -2, 0.5, -1, 1]).iloc[::-1],
+                   cells([9.0], [("m3", "public", "sev")])], ignore_index=True)
+    out = evaluator_agreement(a, b)
+    assert out["n_cells"] == 5 and out["direction_agreement"] == 0.75
+    assert out["pearson_r"] == pytest.approx(2.5 / np.sqrt(72))
+
+
+def test_paper_tables_reproduce_section_4_4() -> None:
+    # §4.4: "97.5% direction agreement ... Pearson correlation = 0.960, mean absolute difference = 1.80".
+    out = evaluator_agreement(paper.main_results("Gemini-3-Pro"), paper.main_results("GPT-5.4"))
+    assert (out["n_cells"], out["n_nonzero"]) == (120, 118)
+    assert out["direction_agreement"] == pytest.approx(115 / 118)
+    assert round(100 * out["direction_agreement"], 1) == 97.5
+    assert round(out["pearson_r"], 3) == 0.960
+    assert round(out["mean_abs_diff"], 2) == 1.80
+
+
+def test_paper_tables_other_readings() -> None:
+    a, b = paper.main_results("Gemini-3-Pro"), paper.main_results("GPT-5.4")
+    # The printed signs of the two "-0.00" cells, over all 120 cells: 117/120 exactly.
+    assert evaluator_agreement(a, b, signed_zeros=True)["direction_agreement"] == 117 / 120
+    # Δ recomputed as female − male from the printed means misses the reported 1.80.
+    recomputed = evaluator_agreement(a.assign(delta=a["female"] - a["male"]), b.assign(delta=b["female"] - b["male"]))
+    assert round(recomputed["pearson_r"], 3) == 0.960
+    assert round(recomputed["mean_abs_diff"], 2) == 1.79
+
+
+def test_bad_input() -> None:
+    good = cells([1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match="missing column.*delta"):
+        evaluator_agreement(good.drop(columns="delta"), good)
+    duplicate_cell = r"evaluator_agreement b: more than one row for cell \(model=m1, track=intimate, metric=puni\)"
+    with pytest.raises(ValueError, match=duplicate_cell):
+        evaluator_agreement(good, pd.concat([good, good.iloc[:1]], ignore_index=True))
+    with pytest.raises(ValueError, match="share no"):
+        evaluator_agreement(good, cells([1.0], [("m9", "public", "puni")]))
+    with pytest.raises(ValueError, match="row 2 .*has no delta"):
+        evaluator_agreement(cells([1, 2, np.nan, 4, 5]), good)
