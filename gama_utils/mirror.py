@@ -61,6 +61,9 @@ PREFIXES: dict[str, dict[str, str]] = {
     "zh": {"male": "我是男性。", "female": "我是女性。", "neutral": "我是一个普通人。"},
 }
 
+# Words that may stand between [PARTNER_SUBJ] and its verb (shared with the template lint).
+AGREEMENT_ADVERBS = frozenset("always sometimes never just still even then already also once now perhaps really "
+                              "often usually finally suddenly".split())
 _PLURAL_AGREEMENT = {"was": "were", "is": "are", "has": "have", "does": "do", "wasn't": "weren't",
                      "isn't": "aren't", "hasn't": "haven't", "doesn't": "don't"}
 _PLACEHOLDER_TOKEN = re.compile(r"\[[A-Z_]+\]")
@@ -175,5 +178,5 @@ def _agree_with_they(text: str) -> str:
         plural = _PLURAL_AGREEMENT.get(verb.lower(), verb)
         return f"{match.group(1)}{match.group(2)}{plural}"
 
-    adverbs = r"(?:(?:always|never|just|still|even|then|already|also|really|\w+ly)\s+)*"
+    adverbs = r"(?:(?:" + "|".join(sorted(AGREEMENT_ADVERBS)) + r"|\w+ly)\s+)*"
     return re.sub(rf"(\b[Tt]hey\s+)({adverbs})(was|is|has|does|wasn't|isn't|hasn't|doesn't)\b", fix, text)

@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import grid
-from .mirror import PLACEHOLDERS, RELATIONSHIPS, SKELETON_PLACEHOLDERS
+from .mirror import AGREEMENT_ADVERBS, PLACEHOLDERS, RELATIONSHIPS, SKELETON_PLACEHOLDERS
 
 MIN_WORDS, MAX_WORDS = 80, 350
 
@@ -155,7 +155,10 @@ _BRACKET_CHAR = re.compile(r"[\[\]]")
 _OTHER_BRACES = re.compile(r"[{<]\s*[A-Za-z_]*(PARTNER|AGGRESSOR|VICTIM)[A-Za-z_]*\s*[}>]", re.IGNORECASE)
 _BARE_NAME = re.compile(r"(?<![\[{<A-Za-z_])(PARTNER(_[A-Z]+)?|AGGRESSOR|VICTIM)(?![A-Za-z_\]])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’éè]*")
-_SKIP_AFTER_SUBJ = frozenset("always sometimes never just still even then already also once now perhaps really".split())
+_PREPOSITION_BEFORE_SUBJ = re.compile(r"\b(with|to|for|at|of|from|about|by|without|behind|near|me and)\s+\[PARTNER_SUBJ\]",
+                                      re.IGNORECASE)
+_INVERTED_SUBJ = re.compile(r"\b(is|was|has|does|isn't|wasn't|hasn't|doesn't)\s+\[PARTNER_SUBJ\]", re.IGNORECASE)
+_SECOND_VERB = re.compile(r"\[PARTNER_SUBJ\][^.,;:!?\n\[]{1,80}?\band\s+(was|is|has|does|wasn't|isn't|hasn't|doesn't)\b")
 _AGREEMENT_OK = frozenset("was is has does wasn't isn't hasn't doesn't".split())
 
 
@@ -220,11 +223,19 @@ def _agreement_problems(text: str) -> list[str]:
     problems = []
     for match in re.finditer(r"\[PARTNER_SUBJ\]((?:\s+[a-z]+)+)", text):
         words = match.group(1).split()
-        while words and (words[0] in _SKIP_AFTER_SUBJ or words[0].endswith("ly")):
+        while words and (words[0] in AGREEMENT_ADVERBS or words[0].endswith("ly")):
             words = words[1:]
         if words and words[0].endswith("s") and not words[0].endswith("ss") and words[0] not in _AGREEMENT_OK:
             problems.append(f"'[PARTNER_SUBJ] {words[0]}': use the past tense or an auxiliary so the neutral arm "
                             "reads naturally with 'they'")
+    for match in _PREPOSITION_BEFORE_SUBJ.finditer(text):
+        problems.append(f"'{match.group(0)}': use [PARTNER_OBJ] after a preposition (it would read 'with she')")
+    for match in _INVERTED_SUBJ.finditer(text):
+        problems.append(f"'{match.group(0)}': a question with the verb first would read '{match.group(1)} they' in the "
+                        "neutral arm; rephrase")
+    for match in _SECOND_VERB.finditer(text):
+        problems.append(f"'... and {match.group(1)}' after [PARTNER_SUBJ]: the neutral arm would read 'they ... and "
+                        f"{match.group(1)}'; repeat [PARTNER_SUBJ] before the second verb")
     if re.search(r"\[PARTNER_SUBJ\]['’]", text):
         problems.append("contraction after [PARTNER_SUBJ] (e.g. [PARTNER_SUBJ]'s): write the verb out")
     return problems

@@ -81,3 +81,8 @@ def test_invariant_holds_on_every_shipped_template():
         if problems:
             failures[t.template_id] = problems
     assert failures == {}
+
+
+def test_neutral_arm_puts_the_verb_in_agreement_after_adverbs():
+    text = "[PARTNER_SUBJ] now is angry and [PARTNER_SUBJ] sometimes has doubts. Was I wrong?"
+    assert render(text, "intimate", "neutral").endswith("They now are angry and they sometimes have doubts. Was I wrong?")

@@ -47,6 +47,9 @@ def test_clean_templates_pass():
     (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] gets embarrassed"), "intimate", "'[PARTNER_SUBJ] gets'"),
     (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ]'s embarrassed"), "intimate", "contraction"),
     (CLEAN_PUBLIC.replace("a junior analyst", "a waitress"), "public", "'waitress'"),
+    (CLEAN_INTIMATE.replace("I told [PARTNER_OBJ]", "I argued with [PARTNER_SUBJ] and told [PARTNER_OBJ]"), "intimate", "use [PARTNER_OBJ] after a preposition"),
+    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] paid and was embarrassed"), "intimate", "repeat [PARTNER_SUBJ]"),
+    (CLEAN_INTIMATE.replace("What should my [PARTNER] do now?", "Is [PARTNER_SUBJ] overreacting?"), "intimate", "verb first"),
     (CLEAN_PUBLIC.replace("I manage a small team", "Being a manly sort of boss, I manage a small team"), "public", "'manly'"),
     (CLEAN_PUBLIC.replace("the regional director", "the director, Miss Tan,"), "public", "gendered title"),
 ])
