@@ -1,0 +1,298 @@
+"""Simulated target models: deterministic advice answers whose framing follows a profile.
+
+Everything here is SIMULATED. It exists so that every notebook runs offline and so that the
+analysis can be checked against a planted effect; it is never a finding about a real model.
+
+A profile gives, per track and actor arm, the per-response mean of each framing metric
+(counts for Puni./Ther., a 1-5 rating for Sev., probabilities for the three rates). For one
+answer, six latent values are drawn: Poisson counts, 1 + Binomial(4, q) severity and
+Bernoulli indicators, each through a Gaussian copula whose pair-level component is shared by
+the arms of a pair (and by every model), so mirrored answers are positively correlated while
+every marginal mean is exactly the profile's. The answer is then written from sentence
+frames that the lexicon evaluator (gama_utils.lexicon) scores back to exactly those values;
+`frames()` checks every frame against the evaluator once, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping
+
+from . import lexicon, paper
+from .metrics import METRIC_KEYS, scale
+
+SIMULATED_NOTE = "SIMULATED (offline backend): not a finding about any real model"
+ZERO_GAP = "zero-gap"
+DEFAULT_CORRELATION = 0.6
+
+Means = Mapping[str, Mapping[str, Mapping[str, float]]]  # track → arm → metric → per-response mean
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Per-response metric means by track and arm (rates as probabilities), plus the pair correlation."""
+
+    name: str
+    means: Means
+    correlation: float = DEFAULT_CORRELATION
+    thinking: bool = False
+    meta: dict = field(default_factory=dict, compare=False)
+
+    def mean(self, track: str, arm: str, metric: str) -> float:
+        try:
+            return self.means[track][arm][metric]
+        except KeyError:
+            raise KeyError(f"profile {self.name!r} has no mean for track={track!r}, arm={arm!r}, metric={metric!r}") from None
+
+
+def _with_neutral(by_arm: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    neutral = {m: (by_arm["male"][m] + by_arm["female"][m]) / 2 for m in METRIC_KEYS}
+    return {**by_arm, "neutral": neutral}
+
+
+def _check_range(name: str, means: Means) -> None:
+    for track, arms in means.items():
+        for arm, values in arms.items():
+            for metric, value in values.items():
+                low, high = (0.0, 1.0) if scale(metric) == 100 else (1.0, 5.0) if metric == "sev" else (0.0, math.inf)
+                if not low <= value <= high:
+                    raise ValueError(f"profile {name!r}: {track}/{arm}/{metric} mean {value} outside [{low}, {high}]")
+
+
+def profile_from_table(name: str, table) -> Profile:
+    """A profile from paper-style rows (model, track, metric, male, female in the paper's units)."""
+    means: dict = {}
+    for row in table.itertuples(index=False):
+        factor = scale(row.metric)
+        for arm in ("male", "female"):
+            means.setdefault(row.track, {}).setdefault(arm, {})[row.metric] = float(getattr(row, arm)) / factor
+    means = {track: _with_neutral(arms) for track, arms in means.items()}
+    _check_range(name, means)
+    return Profile(name, means, thinking="Thinking" in name)
+
+
+@lru_cache(maxsize=None)
+def paper_profile(model: str, evaluator: str = "Gemini-3-Pro") -> Profile:
+    """The profile calibrated on the paper's male and female means for `model` (Tables 2-3, 7-8, 10-11)."""
+    if model == ZERO_GAP:
+        return zero_gap_profile()
+    if model in paper.QWEN_VARIANTS:
+        table = paper.qwen_results()
+    elif model in paper.MAIN_MODELS:
+        table = paper.main_results(evaluator)
+    else:
+        known = ", ".join([*paper.MAIN_MODELS, *paper.QWEN_VARIANTS, ZERO_GAP])
+        raise KeyError(f"no simulated profile for {model!r}; known: {known}")
+    return profile_from_table(model, table[table.model == model])
+
+
+@lru_cache(maxsize=1)
+def zero_gap_profile() -> Profile:
+    """Both arms at the across-model average of the paper's ten main models: every true gap is zero."""
+    averages = paper.track_averages(paper.main_results())
+    means: dict = {}
+    for row in averages.itertuples(index=False):
+        midpoint = (row.male + row.female) / 2 / scale(row.metric)
+        for arm in ("male", "female", "neutral"):
+            means.setdefault(row.track, {}).setdefault(arm, {})[row.metric] = midpoint
+    return Profile(ZERO_GAP, means)
+
+
+def planted_profile(delta: Mapping[str, Mapping[str, float]], base: Profile | None = None,
+                    name: str = "planted") -> Profile:
+    """A profile with known gaps: per track and metric, female = base + Δ/2 and male = base − Δ/2.
+
+    Δ is in the paper's units (counts, rating points, percentage points for rates); the base
+    is the zero-gap profile unless given; metrics not named in `delta` keep a zero gap.
+    """
+    base = base or zero_gap_profile()
+    means: dict = {}
+    for track in base.means:
+        mid = {m: (base.mean(track, "male", m) + base.mean(track, "female", m)) / 2 for m in METRIC_KEYS}
+        shift = {m: (delta.get(track, {}).get(m, 0.0)) / scale(m) / 2 for m in METRIC_KEYS}
+        means[track] = {"male": {m: mid[m] - shift[m] for m in METRIC_KEYS},
+                        "female": {m: mid[m] + shift[m] for m in METRIC_KEYS},
+                        "neutral": dict(mid)}
+    _check_range(name, means)
+    return Profile(name, means, base.correlation, meta={"delta": {t: dict(v) for t, v in delta.items()}})
+
+
+def resolve_profile(profile: str | Profile | Mapping) -> Profile:
+    """A Profile from a paper model name, "zero-gap", a Profile, or {"delta": {...}} for a planted one."""
+    if isinstance(profile, Profile):
+        return profile
+    if isinstance(profile, Mapping):
+        return planted_profile(profile["delta"], name=str(profile.get("name", "planted")))
+    return paper_profile(str(profile))
+
+
+# --- drawing the latent framing ----------------------------------------------------------
+
+def _seed(*parts: object) -> int:
+    return int.from_bytes(hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _poisson_ppf(u: float, mean: float) -> int:
+    k, p = 0, math.exp(-mean)
+    cumulative = p
+    while cumulative < u and k < 1000:
+        k += 1
+        p *= mean / k
+        cumulative += p
+    return k
+
+
+def _binomial4_ppf(u: float, q: float) -> int:
+    cumulative = 0.0
+    for k in range(5):
+        cumulative += math.comb(4, k) * q**k * (1 - q) ** (4 - k)
+        if u <= cumulative:
+            return k
+    return 4
+
+
+def draw_latent(profile: Profile, track: str, arm: str, pair_key: str, sample: int = 0) -> dict:
+    """The six framing values of one simulated answer (deterministic in profile, pair, arm, sample)."""
+    shared = random.Random(_seed("pair", pair_key, sample))
+    own = random.Random(_seed("answer", profile.name, pair_key, arm, sample))
+    rho = profile.correlation
+    u = {m: _phi(rho * shared.gauss(0, 1) + math.sqrt(1 - rho * rho) * own.gauss(0, 1)) for m in METRIC_KEYS}
+    mean = {m: profile.mean(track, arm, m) for m in METRIC_KEYS}
+    latent = {
+        "punitive_count": _poisson_ppf(u["puni"], mean["puni"]),
+        "therapeutic_count": _poisson_ppf(u["ther"], mean["ther"]),
+        "severity_rating": 1 + _binomial4_ppf(u["sev"], (mean["sev"] - 1) / 4),
+        "empathises_with_actor": u["emp_agg"] < mean["emp_agg"],
+        "instructional": u["instr"] < mean["instr"],
+    }
+    # Not-full blame is partial or none; an accusatory answer with punitive terms reads as partial blame.
+    accusing = latent["instructional"] and latent["punitive_count"] > 0
+    latent["blame"] = ("full" if u["full_bl"] < mean["full_bl"]
+                       else "partial" if accusing or own.random() < 0.7 else "none")
+    return latent
+
+
+# --- writing the answer ------------------------------------------------------------------
+
+PUNITIVE_FRAMES = {
+    "adjective": ["That behaviour was {t}.", "From the outside, it reads as {t}.", "The way you handled it was {t}.",
+                  "Your approach here was {t}."],
+    "noun": ["This amounts to {t}.", "Many people would call this {t}.", "I would name this plainly: {t}."],
+    "verb": ["Here you {t}.", "At that point you {t}."],
+    "state": ["You are {t} for this."],
+}
+THERAPEUTIC_FRAMES = {
+    "feeling": ["Feeling that way is {t}.", "Your frustration is {t}."],
+    "state": ["You may have been feeling {t}.", "It seems you were {t} at the time."],
+    "approach": ["A {t} approach could help here."],
+    "adjective": ["The situation sounds {t}.", "All of this sounds {t}."],
+    "noun": ["It may help to bring {t} into this.", "One thing worth exploring is {t}."],
+    "verb": ["Try to {t} when things are calmer.", "It could help to {t} together."],
+    "role": ["Talking to a {t} could help."],
+    "phrase": ["Some of this may come from {t} losing control."],
+}
+EMPATHY = ["I can see why you felt cornered in that moment.", "It makes sense that you wanted some say in what happened.",
+           "It sounds like you were carrying a lot when this happened."]
+SEVERITY = {5: ["Honestly, what you describe is very serious.", "Some of what you describe could even be illegal."],
+            4: ["This is a serious situation.", "The situation is grave."],
+            3: ["What you describe is concerning.", "This is troubling to read."],
+            2: ["On its own this is a minor issue.", "This was a mild lapse."],
+            1: ["Some of your choices were within your rights.", "Parts of your reaction were justified."]}
+BLAME = {"full": ["Frankly, this is on you.", "The responsibility lies with you."],
+         "partial": ["To be fair, it takes two to get here.", "Both of you have a part in how this unfolded."],
+         "none": [""]}
+DIRECTIVES = ["You need to put this right before it goes further.", "You should talk this through and change course.",
+              "You have to let the other person make their own choices.", "You must make amends soon."]
+REFLECTIVE = ["It may be worth thinking about what you want from here.", "Take a moment to consider what matters most to you."]
+OPENERS = ["Thanks for laying this out so openly.", "Thank you for being candid about what happened.",
+           "I appreciate you asking for an outside view."]
+CLOSERS = ["I hope this gives you a clearer way forward.", "Whatever you decide, take it one step at a time.",
+           "I hope things settle down for everyone involved."]
+
+
+@lru_cache(maxsize=1)
+def frames() -> dict:
+    """Sentence frames filled with lexicon terms, each verified to score exactly one term and no cue."""
+    lex = lexicon.load_lexicon()
+    blank = {"punitive_terms": [], "therapeutic_terms": [], "empathizes_with_actor": False,
+             "instructional_or_accusatory": False}
+
+    def scores(sentence: str, **expected) -> bool:
+        got = lexicon.evaluate_text(sentence)
+        ok = all(got[k] == v for k, v in {**blank, **expected}.items())
+        no_cues = not any(_hit(p, sentence) for _, p in lex.severity_res) and not _hit(lex.instructional_re, sentence) \
+            and not _hit(lex.blame_full_re, sentence) and not _hit(lex.blame_partial_re, sentence)
+        return ok and no_cues
+
+    def filled(terms, table, key):
+        out = []
+        for term in terms:
+            for frame in table.get(term.form, []):
+                sentence = frame.format(t=term.term)
+                sentence = sentence[0].upper() + sentence[1:]
+                if scores(sentence, **{key: [term.term]}):
+                    out.append(sentence)
+        if not out:
+            raise RuntimeError(f"no {key} frame scores cleanly; check data/lexicons against gama_utils.sim")
+        return out
+
+    plain = [*OPENERS, *CLOSERS, *REFLECTIVE]
+    bad = [s for s in plain if not scores(s)] + [s for s in EMPATHY if not scores(s, empathizes_with_actor=True)]
+    bad += [s for s in DIRECTIVES if lexicon.evaluate_text(s + " " + s)["instructional_or_accusatory"] is not True
+            or lexicon.evaluate_text(s)["punitive_terms"]]
+    bad += [s for level, group in SEVERITY.items() for s in group if lexicon.evaluate_text(s)["severity_rating"] != level
+            or lexicon.evaluate_text(s)["punitive_terms"] or lexicon.evaluate_text(s)["therapeutic_terms"]
+            or _hit(lex.instructional_re, s) or _hit(lex.blame_full_re, s) or _hit(lex.blame_partial_re, s)]
+    bad += [s for s in [*EMPATHY, *BLAME["full"], *BLAME["partial"]] if _hit(lex.instructional_re, s)
+            or any(_hit(p, s) for _, p in lex.severity_res)]
+    if bad:
+        raise RuntimeError(f"simulator frames that the lexicon evaluator misreads: {bad}")
+    return {"punitive": filled(lex.punitive, PUNITIVE_FRAMES, "punitive_terms"),
+            "therapeutic": filled(lex.therapeutic, THERAPEUTIC_FRAMES, "therapeutic_terms")}
+
+
+def _hit(pattern, text: str) -> bool:
+    text = text.lower()
+    return any(not lexicon.is_negated(text, m.start()) for m in pattern.finditer(text))
+
+
+def write_answer(latent: dict, pair_key: str, arm: str, sample: int = 0, model: str = "") -> str:
+    """Advice prose that the lexicon evaluator scores back to exactly `latent`."""
+    rng = random.Random(_seed("text", model, pair_key, arm, sample))
+    pool = frames()
+    opening = [rng.choice(OPENERS)]
+    if latent["empathises_with_actor"]:
+        opening.append(rng.choice(EMPATHY))
+    opening.append(rng.choice(SEVERITY[latent["severity_rating"]]))
+    punitive = [rng.choice(pool["punitive"]) for _ in range(latent["punitive_count"])]
+    blame = [s for s in [rng.choice(BLAME[latent["blame"]])] if s]
+    therapeutic = [rng.choice(pool["therapeutic"]) for _ in range(latent["therapeutic_count"])]
+    closing = rng.sample(DIRECTIVES, 2) if latent["instructional"] else [rng.choice(REFLECTIVE)]
+    closing.append(rng.choice(CLOSERS))
+    paragraphs = [opening + punitive[:4], punitive[4:] + blame, therapeutic, closing]
+    return "\n\n".join(" ".join(p) for p in paragraphs if p)
+
+
+def simulated_answer(profile: str | Profile | Mapping, track: str, arm: str, pair_key: str,
+                     sample: int = 0) -> tuple[str, dict]:
+    """One simulated answer and its latent framing values."""
+    prof = resolve_profile(profile)
+    latent = draw_latent(prof, track, arm, pair_key, sample)
+    return write_answer(latent, pair_key, arm, sample, prof.name), latent
+
+
+def simulated_reasoning(pair_key: str, arm: str, sample: int = 0) -> str:
+    """Placeholder thinking text for simulated reasoning models (kept apart from the answer)."""
+    rng = random.Random(_seed("think", pair_key, arm, sample))
+    steps = ["The user describes a conflict and asks whether the reaction was reasonable.",
+             "I should weigh what happened, who was affected, and what would help now.",
+             "The answer should be honest about the behaviour and practical about next steps."]
+    return " ".join(steps[: rng.randint(2, 3)]) + " (simulated reasoning)"
