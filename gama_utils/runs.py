@@ -9,14 +9,21 @@ metadata from notebooks before they are committed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import platform
+import subprocess
 import sys
+import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
-from .paths import CONFIGS, NOTEBOOKS, RUNS, resolve
+from .paths import CONFIGS, NOTEBOOKS, ROOT, RUNS, resolve
 
 DEFAULT_KERNEL = "gama-bench"
 
@@ -25,6 +32,85 @@ def run_dir(run: str | Path) -> Path:
     """The folder of a run: a bare name lives under outputs/runs/, a path is taken as given."""
     path = Path(run)
     return resolve(path) if len(path.parts) > 1 or path.is_absolute() else RUNS / str(run)
+
+
+def atomic_write(path: Path, data: str | bytes) -> Path:
+    """Write a file so that a crash leaves either the old or the new content, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def save(frame: pd.DataFrame, run: str | Path, name: str) -> Path:
+    """Write a stage's frame as run_dir/<name>.jsonl, atomically (list columns survive the round trip)."""
+    path = run_dir(run) / f"{name}.jsonl"
+    return atomic_write(path, frame.to_json(orient="records", lines=True, force_ascii=False))
+
+
+def load(run: str | Path, name: str, **filters: object) -> pd.DataFrame:
+    """Read run_dir/<name>.jsonl, keeping rows whose columns equal the given filters (e.g. evaluator=...)."""
+    path = run_dir(run) / f"{name}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: run the notebook that writes {name!r} first")
+    frame = pd.read_json(path, lines=True, dtype=False) if path.stat().st_size else pd.DataFrame()
+    for column in frame.select_dtypes(exclude=["number", "bool"]).columns:
+        values = frame[column].astype(object)
+        frame[column] = values.where(values.notna(), None)
+    for column, value in filters.items():
+        if column not in frame.columns:
+            raise KeyError(f"{name}: no column {column!r} to filter on")
+        frame = frame[frame[column] == value]
+        if frame.empty:
+            raise ValueError(f"{name}: no rows with {column} == {value!r}")
+    return frame.reset_index(drop=True)
+
+
+def exists(run: str | Path, name: str) -> bool:
+    """Whether a stage's frame has been written in this run."""
+    return (run_dir(run) / f"{name}.jsonl").exists()
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def git_commit() -> str | None:
+    """The repository's HEAD commit, or None outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def update_manifest(run: str | Path, stage: str, **entries: object) -> Path:
+    """Record a stage's parameters and facts in run_dir/manifest.json (no secrets: callers pass none)."""
+    path = run_dir(run) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    manifest.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    manifest["git_commit"] = git_commit()
+    manifest["python"] = platform.python_version()
+    manifest["packages"] = {p: _version(p) for p in ("pandas", "numpy", "scipy", "statsmodels", "openai",
+                                                     "papermill", "gama-bench")}
+    manifest.setdefault("stages", {})[stage] = {**entries, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return atomic_write(path, json.dumps(manifest, indent=2, default=str))
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:

@@ -8,7 +8,7 @@ pairs (03_compile → 04_respond), one row per mirrored pair:
     prompt_male, prompt_female, prompt_neutral
 responses (04_respond → 05_evaluate), one row per pair × model × arm × sample:
     pair_id, track, dimension, severity, style, model, arm ("male"/"female"/"neutral"),
-    sample, prompt_hash, answer, reasoning, finish_reason, input_tokens, output_tokens,
+    sample, prompt, prompt_hash, answer, reasoning, finish_reason, input_tokens, output_tokens,
     latency_s, error (None when the call succeeded), simulated (bool)
 evaluations (05_evaluate → 06/07/08), one row per response × evaluator:
     pair_id, track, dimension, severity, style, model, arm, sample, evaluator, blind,
@@ -29,7 +29,7 @@ import pandas as pd
 PAIRS = ("pair_id", "template_id", "track", "dimension", "severity", "style", "relationship",
          "prompt_male", "prompt_female", "prompt_neutral")
 CELL = ("track", "dimension", "severity", "style")
-RESPONSES = ("pair_id", *CELL, "model", "arm", "sample", "prompt_hash", "answer", "reasoning",
+RESPONSES = ("pair_id", *CELL, "model", "arm", "sample", "prompt", "prompt_hash", "answer", "reasoning",
              "finish_reason", "input_tokens", "output_tokens", "latency_s", "error", "simulated")
 EVALUATIONS = ("pair_id", *CELL, "model", "arm", "sample", "evaluator", "blind", "valid",
                "punitive_terms", "therapeutic_terms", "punitive_count", "therapeutic_count",

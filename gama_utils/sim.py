@@ -296,3 +296,73 @@ def simulated_reasoning(pair_key: str, arm: str, sample: int = 0) -> str:
              "I should weigh what happened, who was affected, and what would help now.",
              "The answer should be honest about the behaviour and practical about next steps."]
     return " ".join(steps[: rng.randint(2, 3)]) + " (simulated reasoning)"
+
+
+# --- the llm layer's "sim" backend ---------------------------------------------------------
+
+EVALUATOR_MARKER = "AI response to annotate:"
+_PREFIX_ARM = {"I am a man.": "male", "I am a woman.": "female", "I am a person.": "neutral",
+               "我是男性。": "male", "我是女性。": "female", "我是一个普通人。": "neutral"}
+
+
+def arm_of(prompt: str) -> str:
+    """The actor arm a mirrored prompt was compiled for, read from its prefix ('neutral' when none)."""
+    return next((arm for prefix, arm in _PREFIX_ARM.items() if prompt.startswith(prefix)), "neutral")
+
+
+def simulated_evaluation(answer: str, evaluator: str, key: str = "") -> dict:
+    """A simulated LLM evaluator's JSON: the lexicon reading, perturbed per evaluator so two judges differ.
+
+    "Gemini-3-Pro" (the paper's default judge) returns the lexicon reading itself; any other
+    simulated judge drops about one listed term in eight and flips the empathy and
+    instructional calls about one time in twenty, deterministically per answer.
+    """
+    scores = lexicon.evaluate_text(answer)
+    if evaluator in ("Gemini-3-Pro", ""):
+        return scores
+    rng = random.Random(_seed("judge", evaluator, key, answer))
+    for field_name in ("punitive_terms", "therapeutic_terms"):
+        scores[field_name] = [t for t in scores[field_name] if rng.random() >= 0.125]
+    for field_name in ("empathizes_with_actor", "instructional_or_accusatory"):
+        if rng.random() < 0.05:
+            scores[field_name] = not scores[field_name]
+    return scores
+
+
+def _answer_request(spec, request):
+    """Answer one llm.Request offline: a simulated target answer, or a simulated evaluator's JSON."""
+    import json
+
+    from .llm import Result
+
+    tag = request.tag if isinstance(request.tag, dict) else {}
+    if tag.get("role") in ("generator", "reviewer", "compiler"):
+        from .sim_authoring import answer_authoring_request
+
+        return answer_authoring_request(spec, request)
+    content = request.prompt if request.messages is None else request.messages[-1]["content"]
+    name = spec.paper_name or spec.alias.removeprefix("sim/")
+    if EVALUATOR_MARKER in content or tag.get("role") == "evaluator":
+        answer = content.split(EVALUATOR_MARKER, 1)[-1].split("<<<", 1)[-1].rsplit(">>>", 1)[0].strip()
+        text = json.dumps(simulated_evaluation(answer, name, str(tag.get("key", ""))))
+        return Result(key="", text=text, finish_reason="stop", input_tokens=len(content) // 4,
+                      output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
+    profile = paper_profile(name) if name != "planted" else resolve_profile(spec.extra["profile"])
+    if isinstance(spec.extra.get("profile"), Mapping):
+        profile = resolve_profile(spec.extra["profile"])
+    arm = tag.get("arm") or arm_of(content)
+    pair_key = str(tag.get("pair_id") or hashlib.sha256(content.encode()).hexdigest()[:16])
+    track = tag.get("track") or "public"
+    text, _ = simulated_answer(profile, track, arm, pair_key, request.sample)
+    reasoning = simulated_reasoning(pair_key, arm, request.sample) if profile.thinking or spec.thinking else None
+    return Result(key="", text=text, reasoning=reasoning, finish_reason="stop", input_tokens=len(content) // 4,
+                  output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
+
+
+def _register() -> None:
+    from .llm import register_backend
+
+    register_backend("sim", _answer_request)
+
+
+_register()

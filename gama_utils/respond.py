@@ -1,0 +1,135 @@
+"""Collect target-model answers to the mirrored prompts (paper §3.3, §4.1; notebook 04_respond).
+
+Each prompt goes as one user turn with the registry's decoding settings. Requests are sent in
+a seeded random order that interleaves arms, pairs and models, so provider drift over the
+hours of a run cannot line up with actor gender. Answers come from the llm layer's cache when
+they exist, so a re-run or a resumed run pays for nothing twice; a prompt that changed since
+it was cached has a new cache key and is asked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from . import llm
+from .schema import ARMS, PAIRS, RESPONSES, require
+
+REFUSAL = re.compile(r"^\W*(i(?:'m| am) sorry,? but i (?:can(?:'|no)t|won't)|i can(?:'|no)t (?:help|assist) with|"
+                     r"i(?:'m| am) (?:not able|unable) to (?:help|assist))", re.IGNORECASE)
+
+
+def prompt_hash(prompt: str) -> str:
+    """A short, stable fingerprint of a prompt's exact text."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+def select_pairs(pairs: pd.DataFrame, track: str | Sequence[str] | None = None,
+                 dimension: str | Sequence[str] | None = None, severity: str | Sequence[str] | None = None,
+                 limit: int | None = None) -> pd.DataFrame:
+    """Filter pairs by track / dimension / severity (a value or a list), then keep the first `limit`."""
+    require(pairs, PAIRS, "pairs")
+    out = pairs
+    for column, wanted in (("track", track), ("dimension", dimension), ("severity", severity)):
+        if wanted is not None:
+            values = [wanted] if isinstance(wanted, str) else list(wanted)
+            unknown = sorted(set(values) - set(pairs[column]))
+            if unknown:
+                raise ValueError(f"filter {column}={unknown} matches no pair; present: {sorted(set(pairs[column]))}")
+            out = out[out[column].isin(values)]
+    return out.head(limit) if limit is not None else out
+
+
+def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelSpec],
+                   arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
+                   seed: int = 0) -> list[llm.Request]:
+    """One request per pair × model × arm × sample, in a seeded order that interleaves arms."""
+    require(pairs, PAIRS, "pairs")
+    bad = [a for a in arms if a not in ARMS]
+    if bad:
+        raise ValueError(f"unknown arm(s) {bad}; expected some of {list(ARMS)}")
+    if samples_per_prompt < 1:
+        raise ValueError(f"samples_per_prompt must be at least 1, got {samples_per_prompt}")
+    specs = [llm.resolve_model(m) for m in models]
+    requests = []
+    for spec in specs:
+        for pair in pairs.itertuples(index=False):
+            for arm in arms:
+                prompt = getattr(pair, f"prompt_{arm}")
+                if not isinstance(prompt, str) or not prompt.strip():
+                    raise ValueError(f"pair {pair.pair_id}: prompt_{arm} is empty")
+                for sample in range(samples_per_prompt):
+                    tag = {"pair_id": pair.pair_id, "track": pair.track, "dimension": pair.dimension,
+                           "severity": pair.severity, "style": pair.style, "model": spec.alias, "arm": arm,
+                           "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt)}
+                    requests.append(llm.Request(spec, messages=[{"role": "user", "content": prompt}],
+                                                sample=sample, tag=tag))
+    random.Random(seed).shuffle(requests)
+    return requests
+
+
+def responses_frame(results: Sequence[llm.Result]) -> pd.DataFrame:
+    """Results → the responses frame (schema.RESPONSES), one row per request, sorted by key."""
+    rows = []
+    for r in results:
+        tag = r.tag
+        rows.append({**{k: tag[k] for k in ("pair_id", "track", "dimension", "severity", "style", "model", "arm",
+                                           "sample", "prompt", "prompt_hash")},
+                     "answer": r.text if r.text is not None else "", "reasoning": r.reasoning,
+                     "finish_reason": r.finish_reason, "input_tokens": r.input_tokens,
+                     "output_tokens": r.output_tokens, "latency_s": r.latency_s, "error": r.error,
+                     "cached": r.cached, "simulated": bool(r.simulated)})
+    frame = pd.DataFrame(rows, columns=[*RESPONSES, "cached"])
+    return frame.sort_values(["model", "pair_id", "arm", "sample"], kind="stable").reset_index(drop=True)
+
+
+def collect_responses(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
+                      arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1, seed: int = 0,
+                      cache: llm.Cache | str | None = None, concurrency: int | None = None,
+                      budget: llm.Budget | None = None, progress: bool = True) -> pd.DataFrame:
+    """Ask every target model every mirrored prompt; checks every model is ready before sending anything."""
+    specs = [llm.resolve_model(m) for m in target_models]
+    llm.check_ready(specs)
+    requests = build_requests(pairs, specs, arms, samples_per_prompt, seed)
+    results = llm.run(requests, cache=cache, concurrency=concurrency, budget=budget, progress=progress,
+                      desc="04_respond")
+    return responses_frame(results)
+
+
+def answer_status(responses: pd.DataFrame) -> pd.Series:
+    """Per response: ok, failed (no answer), empty, truncated (finish_reason length) or refused."""
+    answer = responses["answer"].fillna("")
+    status = pd.Series("ok", index=responses.index)
+    status[answer.str.match(REFUSAL)] = "refused"
+    status[responses["finish_reason"].eq("length")] = "truncated"
+    status[answer.str.strip().eq("")] = "empty"
+    status[responses["error"].notna()] = "failed"
+    return status
+
+
+def response_summary(responses: pd.DataFrame, wall_seconds: dict[str, float] | None = None) -> pd.DataFrame:
+    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), wall time."""
+    status = answer_status(responses)
+    frame = responses.assign(status=status)
+    rows = []
+    for model, group in frame.groupby("model", sort=False):
+        spec = llm.resolve_model(model)
+        tokens_in, tokens_out = int(group.input_tokens.fillna(0).sum()), int(group.output_tokens.fillna(0).sum())
+        rows.append({"model": model, "n": len(group),
+                     **{s: int((group.status == s).sum()) for s in ("failed", "empty", "truncated", "refused")},
+                     "input_tokens": tokens_in, "output_tokens": tokens_out,
+                     "cost_usd": llm.estimate_cost(spec, tokens_in, tokens_out),
+                     "wall_s": (wall_seconds or {}).get(model), "simulated": bool(group.simulated.any())})
+    return pd.DataFrame(rows)
+
+
+def side_by_side(responses: pd.DataFrame, n: int = 3, seed: int = 0) -> pd.DataFrame:
+    """A few pairs with the male and female answers of the same model next to each other."""
+    wide = responses[responses["sample"] == 0].pivot_table(index=["model", "pair_id", "track"], columns="arm",
+                                                           values="answer", aggfunc="first")
+    wide = wide.dropna(subset=[a for a in ("male", "female") if a in wide.columns])
+    return wide.sample(min(n, len(wide)), random_state=seed).reset_index()
