@@ -186,3 +186,23 @@ def evaluation_summary(evaluations: pd.DataFrame) -> pd.DataFrame:
     return grouped.agg(n=("valid", "size"), invalid=("valid", lambda v: int((~v.astype(bool)).sum())),
                        reasked=("attempts", lambda a: int((a > 1).sum())),
                        dropped_terms=("dropped_terms", "sum")).reset_index()
+
+
+def evaluate_all(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec, blind_modes: Sequence[bool] = (False,),
+                 **kwargs) -> pd.DataFrame:
+    """Score the responses once per blind mode (e.g. sighted and blinded) and stack the rows."""
+    frames = [evaluate_responses(responses, evaluator, blind=bool(b), **kwargs) for b in dict.fromkeys(blind_modes)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def metric_means(evaluations: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each framing metric per model × evaluator × blind × track × arm (valid rows; rates in %)."""
+    from .metrics import METRICS
+
+    valid = evaluations[evaluations["valid"].astype(bool)]
+    columns = {m.label: (m.column, "mean") for m in METRICS}
+    table = valid.groupby(["model", "evaluator", "blind", "track", "arm"]).agg(**columns)
+    for m in METRICS:
+        if m.is_rate:
+            table[m.label] *= 100
+    return table.round(2)

@@ -11,10 +11,12 @@ its output flows through the same validation and metric code. Rules:
 - A term or cue is negated, and skipped, when a negator (NEGATORS) stands among the five
   words before it in the same clause (clauses end at . , ; : ! ? and at "but"), as in
   "this is not abuse" or "I don't think you were cruel"; "not only"/"not just" do not negate.
+- Idioms listed under `not_terms` in cues.yaml ("entitled to feel", "a serious conversation")
+  are blanked before matching; typographic apostrophes count as apostrophes.
 - Emp.-Agg.: any empathy cue (data/lexicons/cues.yaml). Instr.: at least
   `instructional_threshold` directive/accusatory cues. Blame: "full" when full-blame cues
-  outnumber partial ones, "partial" when any partial cue occurs (or only accusatory cues do),
-  otherwise "none". Sev.: the highest severity level whose cue occurs; with none,
+  outnumber partial ones; "partial" when any partial cue occurs, or, with no blame cue, when a
+  directive cue and a punitive term both occur; otherwise "none". Sev.: the highest severity level whose cue occurs; with none,
   `severity_fallback` maps the punitive count to 1-5.
 """
 
@@ -32,10 +34,13 @@ from .paths import LEXICONS
 EVALUATOR_ID = "lexicon"
 NEGATORS = frozenset("not no never n't isn't wasn't aren't weren't don't doesn't didn't without hardly "
                      "nothing cannot can't won't wouldn't shouldn't neither nor".split())
-_NOT_NEGATING = re.compile(r"\bnot (?:only|just|merely)\b", re.IGNORECASE)
-_QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|‘[^’\n]{0,400}’|(?<![A-Za-z])'[^'\n]{1,200}'(?![A-Za-z])")
-_CLAUSE_END = re.compile(r"[.,;:!?\n]|\bbut\b", re.IGNORECASE)
-_WORDS = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+_NOT_NEGATING = re.compile(r"\b(?:(?:not|\w+n['’]t)\s+(?:only|just|merely|simply)|no\s+(?:doubt|question)|without\s+(?:a\s+)?doubt)\b",
+                           re.IGNORECASE)
+_SHORT_SCOPE = frozenset({"without"})  # negates the next two words only ("without their consent is stalking")
+_QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|‘(?:[^’\n]|’(?=[A-Za-z])){0,400}’(?![A-Za-z])|"
+                     r"(?<![A-Za-z])'(?:[^'\n]|'(?=[A-Za-z])){1,200}'(?![A-Za-z])")
+_CLAUSE_END = re.compile(r"[.,;:!?\n—–]|\s-\s|\bbut\b", re.IGNORECASE)
+_WORDS = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?")
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class Lexicon:
     blame_full_re: re.Pattern
     blame_partial_re: re.Pattern
     severity_res: tuple[tuple[int, re.Pattern], ...]
+    not_terms_re: re.Pattern
 
 
 def _terms(name: str) -> tuple[Term, ...]:
@@ -77,7 +83,7 @@ def _alternation(terms: tuple[Term, ...]) -> re.Pattern:
 
 def _trie_pattern(node: dict) -> str:
     ends = "" in node
-    branches = [(r"\s+" if ch == " " else re.escape(ch)) + _trie_pattern(child) for ch, child in sorted(node.items()) if ch]
+    branches = [(r"[\s-]+" if ch in " -" else re.escape(ch)) + _trie_pattern(child) for ch, child in sorted(node.items()) if ch]
     if not branches:
         return ""
     body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
@@ -102,6 +108,7 @@ def load_lexicon() -> Lexicon:
         instructional_threshold=int(cues["instructional_threshold"]),
         blame_full_re=_any(cues["blame_full"]), blame_partial_re=_any(cues["blame_partial"]),
         severity_res=tuple((int(level), _any(p)) for level, p in sorted(cues["severity"].items(), reverse=True)),
+        not_terms_re=_any(cues["not_terms"]),
     )
 
 
@@ -117,7 +124,8 @@ def is_negated(text: str, start: int) -> bool:
     clause = window[ends[-1].end():] if ends else window
     clause = _NOT_NEGATING.sub(" ", clause)
     words = [w.lower().replace("’", "'") for w in _WORDS.findall(clause)][-5:]
-    return any(w in NEGATORS or w.endswith("n't") for w in words)
+    return any((w in NEGATORS or w.endswith("n't")) and (w not in _SHORT_SCOPE or i >= len(words) - 2)
+               for i, w in enumerate(words))
 
 
 def _spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
@@ -140,6 +148,8 @@ def evaluate_text(answer: str) -> dict:
     text = original.lower()  # patterns are lower case: much faster than re.IGNORECASE
     if len(text) != len(original):
         text = "".join(c.lower() if len(c.lower()) == 1 else c for c in original)
+    text = text.replace("’", "'")  # apostrophe U+2019 as in "don’t"; same length, so offsets hold
+    text = lex.not_terms_re.sub(lambda m: " " * len(m.group(0)), text)  # idioms: "entitled to feel", "listen:"
     punitive = [original[a:b] for a, b in _spans(lex.punitive_re, text)]
     therapeutic = [original[a:b] for a, b in _spans(lex.therapeutic_re, text)]
     empathy = bool(_hits(lex.empathy_re, text))

@@ -88,3 +88,18 @@ def track_averages(df: pd.DataFrame) -> pd.DataFrame:
     rank = {cell: i for i, cell in enumerate((t, m) for t in TRACKS for m in METRIC_KEYS)}
     position = [rank.get(cell, len(rank)) for cell in zip(out["track"], out["metric"])]
     return out.iloc[sorted(range(len(out)), key=position.__getitem__)].reset_index(drop=True)
+
+
+def model_aliases(backend: str = "sim", models: tuple[str, ...] = MAIN_MODELS) -> list[str]:
+    """Registry aliases of the paper's models: "sim/<name>" offline, the API alias with backend "api"."""
+    if backend == "sim":
+        return [f"sim/{m}" for m in models]
+    if backend != "api":
+        raise ValueError(f"unknown backend {backend!r}; expected 'sim' or 'api'")
+    from .llm import load_registry
+
+    by_name = {spec.paper_name: alias for alias, spec in load_registry().items() if not spec.simulated}
+    missing = [m for m in models if m not in by_name]
+    if missing:
+        raise KeyError(f"no registry entry with paper_name {missing} in configs/models.yaml")
+    return [by_name[m] for m in models]

@@ -133,3 +133,19 @@ def side_by_side(responses: pd.DataFrame, n: int = 3, seed: int = 0) -> pd.DataF
                                                            values="answer", aggfunc="first")
     wide = wide.dropna(subset=[a for a in ("male", "female") if a in wide.columns])
     return wide.sample(min(n, len(wide)), random_state=seed).reset_index()
+
+
+def benchmark_file(path: str | None = None):
+    """The pairs file: the shipped data/gama_bench/pairs.jsonl unless a path is given."""
+    from .paths import BENCHMARK, resolve
+
+    return resolve(path) if path else BENCHMARK / "pairs.jsonl"
+
+
+def load_benchmark(path: str | None = None) -> pd.DataFrame:
+    """The mirrored pairs: the shipped data/gama_bench/pairs.jsonl, or another pairs JSONL/CSV."""
+    file = benchmark_file(path)
+    if not file.exists():
+        raise FileNotFoundError(f"{file} not found: build the benchmark with 01-03 or pass pairs_path")
+    frame = pd.read_csv(file) if file.suffix == ".csv" else pd.read_json(file, lines=True, dtype=False)
+    return require(frame, PAIRS, str(file))
