@@ -1,0 +1,77 @@
+"""What a run will cost before it is sent: calls, tokens and dollars per model (issue: paid runs).
+
+Input tokens are estimated at four characters per token from the actual prompts; output tokens
+from `answer_tokens` / `evaluation_tokens`, or from the mean of an earlier run's responses when
+given. Prices come from the registry (configs/models.yaml, USD per million tokens); a model
+without a price shows no dollar figure and is listed, so an unknown cost is never read as zero.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from . import llm
+from .prompts import render_prompt
+
+CHARS_PER_TOKEN = 4.0
+DEFAULT_ANSWER_TOKENS = 700
+DEFAULT_EVALUATION_TOKENS = 250
+
+
+class CostLimitExceeded(RuntimeError):
+    """The estimated cost of a run is above its max_usd."""
+
+
+def _tokens(text: str) -> float:
+    return len(text) / CHARS_PER_TOKEN
+
+
+def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
+                      arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
+                      evaluator: str | dict | llm.ModelSpec | None = None, blind_modes: Sequence[bool] = (False,),
+                      answer_tokens: float | None = None, evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
+                      observed: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per model and stage (respond / evaluate): calls, input and output tokens, USD; a TOTAL row last."""
+    if answer_tokens is None:
+        answer_tokens = (float(observed.output_tokens.dropna().mean()) if observed is not None
+                         and observed.output_tokens.notna().any() else DEFAULT_ANSWER_TOKENS)
+    prompt_tokens = sum(_tokens(str(p)) for arm in arms for p in pairs[f"prompt_{arm}"]) * samples_per_prompt
+    n_calls = len(pairs) * len(arms) * samples_per_prompt
+    rows = []
+    for model in target_models:
+        spec = llm.resolve_model(model)
+        rows.append(_row(spec, "respond", n_calls, prompt_tokens, n_calls * answer_tokens))
+    if evaluator not in (None, "lexicon"):
+        spec = llm.resolve_model(evaluator)
+        overhead = _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
+        n_eval = n_calls * len(rows) * len(set(blind_modes))
+        eval_input = n_eval * (overhead + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
+        rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
+    frame = pd.DataFrame(rows)
+    total = {"model": "TOTAL", "stage": "", "calls": frame.calls.sum(), "input_tokens": frame.input_tokens.sum(),
+             "output_tokens": frame.output_tokens.sum(),
+             "usd": frame.usd.sum(min_count=1) if frame.usd.notna().all() else None,
+             "priced": bool(frame.priced.all()), "simulated": bool(frame.simulated.all())}
+    return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
+
+
+def _row(spec: llm.ModelSpec, stage: str, calls: float, input_tokens: float, output_tokens: float) -> dict:
+    usd = 0.0 if spec.simulated else llm.estimate_cost(spec, int(input_tokens), int(output_tokens))
+    return {"model": spec.alias, "stage": stage, "calls": int(calls), "input_tokens": int(input_tokens),
+            "output_tokens": int(output_tokens), "usd": usd, "priced": usd is not None, "simulated": spec.simulated}
+
+
+def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
+    """Stop before sending anything when the estimate is above max_usd or cannot be priced."""
+    if max_usd is None:
+        return
+    total = estimate.iloc[-1]
+    unpriced = estimate[(~estimate.priced) & (estimate.model != "TOTAL")].model.tolist()
+    if unpriced:
+        raise CostLimitExceeded(f"no price in configs/models.yaml for {unpriced}: the cost cannot be checked "
+                                f"against max_usd={max_usd}; add prices or set max_usd=None to proceed")
+    if total.usd > max_usd:
+        raise CostLimitExceeded(f"estimated cost ${total.usd:,.2f} is above max_usd=${max_usd:,.2f}; "
+                                "raise max_usd to proceed (nothing has been sent)")

@@ -1,0 +1,36 @@
+import pandas as pd
+import pytest
+
+from gama_utils import costs, llm
+
+
+def _pairs(n, chars=400):
+    text = "x" * (chars - len("I am a man. "))
+    return pd.DataFrame({"prompt_male": ["I am a man. " + text] * n, "prompt_female": ["I am a man. " + text] * n})
+
+
+def test_estimate_counts_calls_tokens_and_dollars_from_registry_prices():
+    spec = llm.resolve_model("gpt-5.2")
+    est = costs.estimate_run_cost(_pairs(100, chars=400), ["gpt-5.2"], answer_tokens=700)
+    row = est.iloc[0]
+    # 100 pairs x 2 arms = 200 calls; 400 chars / 4 = 100 input tokens each; 700 output tokens each
+    assert (row.calls, row.input_tokens, row.output_tokens) == (200, 20_000, 140_000)
+    expected = 20_000 / 1e6 * spec.price_input_per_m + 140_000 / 1e6 * spec.price_output_per_m
+    assert row.usd == pytest.approx(expected)
+    assert est.iloc[-1].model == "TOTAL" and est.iloc[-1].usd == pytest.approx(expected)
+
+
+def test_simulated_models_cost_nothing_and_pass_any_limit():
+    est = costs.estimate_run_cost(_pairs(10), ["sim/GPT-5.4"], evaluator="sim/Gemini-3-Pro")
+    assert est.usd.sum() == 0 and est.iloc[-1].simulated
+    costs.check_cost(est, max_usd=0.0)
+
+
+def test_a_run_above_max_usd_or_without_prices_is_stopped_before_sending():
+    est = costs.estimate_run_cost(_pairs(1000), ["gpt-5.2"])
+    with pytest.raises(costs.CostLimitExceeded, match="raise max_usd"):
+        costs.check_cost(est, max_usd=0.01)
+    unpriced = costs.estimate_run_cost(_pairs(10), [{"base_url": "http://127.0.0.1:9/v1", "model": "m"}])
+    with pytest.raises(costs.CostLimitExceeded, match="no price"):
+        costs.check_cost(unpriced, max_usd=100)
+    costs.check_cost(unpriced, max_usd=None)
