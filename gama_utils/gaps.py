@@ -1,0 +1,247 @@
+"""Paired gender gaps Δ = female − male per model × track × metric (paper §4.2, Tables 2-3, 6, App. B).
+
+Input: evaluations (`gama_utils.schema.EVALUATIONS`) of one evaluator (or pass "evaluator" in
+`by`). Output: gaps (`gama_utils.schema.GAPS`) plus
+
+- `comparison`: which arms the row compares, "<arm>-<reference>", Δ = arm − reference.
+  "female-male" is the paper's gap and is always present. When a neutral arm was run the
+  default also gives "neutral-male" and "neutral-female" (the neutral baseline against each
+  gender); with reference_arm="neutral" it gives "female-neutral" and "male-neutral" instead.
+  `male`, `female` and `neutral` hold each compared arm's mean over the row's pairs (NaN for
+  the arm the row does not compare; `neutral` only when that arm exists).
+- one column per stratum in `by` (e.g. dimension, severity).
+
+Pairing and exclusion. Samples (samples_per_prompt > 1) are averaged within pair × arm over
+the valid evaluations first. A pair enters a metric's row only when both compared arms have a
+valid value for that metric; `n_pairs` counts those pairs and `n_excluded` the other pairs of the
+cell (an invalid or missing evaluation on either side). Means, Δ, test, effect size and CI use
+exactly the `n_pairs` pairs, so delta == female − male.
+
+Units: counts and the severity rating as is, rates in % and their Δ in percentage points
+(`gama_utils.metrics.scale`).
+
+Statistics per row: two-sided paired Wilcoxon signed-rank p-value, matched-pairs rank-biserial
+effect size (positive when the first arm is higher), percentile bootstrap CI of Δ resampling
+pairs (one seed per model × track × stratum cell, see `stats.cell_seed`). The Holm family is
+every model × track × metric × stratum row of one call with the same comparison, so the
+paper's female-male p_holm does not change when a neutral arm is added.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from gama_utils import stats
+from gama_utils.metrics import METRIC_KEYS, metric, scale
+from gama_utils.schema import ARMS, EVALUATIONS, GAPS, require
+
+PAPER_COMPARISON = "female-male"
+PAIR_ATTRIBUTES = ("dimension", "severity", "style")
+CONTINUOUS_METRICS = ("puni", "ther", "sev")
+
+
+def comparisons(arms: Sequence[str], reference_arm: str = "male") -> list[tuple[str, str]]:
+    """The (arm, reference) pairs compared for the arms present; see the module docstring."""
+    if reference_arm not in ("male", "neutral"):
+        raise ValueError("reference_arm must be 'male' (the paper's Δ = female − male) or 'neutral'; "
+                         f"got {reference_arm!r}")
+    pairs = [("female", "male")]
+    if "neutral" in arms:
+        pairs += [("female", "neutral"), ("male", "neutral")] if reference_arm == "neutral" else \
+                 [("neutral", "male"), ("neutral", "female")]
+    return pairs
+
+
+def per_pair(evaluations: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] = METRIC_KEYS) -> pd.DataFrame:
+    """One row per model × track × pair × metric with each arm's value (samples averaged, paper units).
+
+    Columns: model, track, *by, pair_id, dimension, severity, style, metric, male, female
+    [, neutral], simulated. An arm's value is NaN when it has no valid evaluation for the metric.
+    """
+    wide, attributes = _pair_means(evaluations, tuple(by), tuple(metrics))
+    long = wide.stack(level="metric").reset_index()
+    long = long.merge(attributes.reset_index(), on=list(wide.index.names))
+    arms = [a for a in ARMS if a in long.columns]
+    keys = list(wide.index.names)
+    front = keys + [c for c in PAIR_ATTRIBUTES if c in long.columns and c not in keys]
+    return long[front + ["metric", *arms, "simulated"]]
+
+
+def paired_gaps(evaluations: pd.DataFrame, by: Sequence[str] = (), n_boot: int = 2000, seed: int = 0,
+                reference_arm: str = "male", metrics: Sequence[str] = METRIC_KEYS,
+                level: float = 0.95) -> pd.DataFrame:
+    """Gaps per model × track × metric (× `by` strata × comparison) with CI, Wilcoxon p, Holm p, effect size.
+
+    Columns, pairing, units and the Holm family: see the module docstring.
+    """
+    by, metrics = tuple(by), tuple(metrics)
+    wide, attributes = _pair_means(evaluations, by, metrics)
+    arms = [a for a in ARMS if a in wide.columns.get_level_values("arm")]
+    compared = comparisons(arms, reference_arm)
+    cell_keys = ["model", "track", *by]
+    present = _arms_present(evaluations, cell_keys)
+    rows = []
+    for key, frame in wide.groupby(level=cell_keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        cell = dict(zip(cell_keys, key))
+        here = [(a, b) for a, b in compared if present.get((*key, a)) and present.get((*key, b))]
+        columns = [(m, a, b) for m in metrics for a, b in here]
+        if not columns:
+            warnings.warn(f"{cell} lacks the male or the female arm; left out of the gaps", stacklevel=2)
+            continue
+        values = frame.to_numpy(dtype=float)
+        position = {column: j for j, column in enumerate(frame.columns)}
+        differences = np.column_stack([values[:, position[(m, a)]] - values[:, position[(m, b)]]
+                                       for m, a, b in columns])
+        low, high = stats.bootstrap_ci(differences, n_boot, stats.cell_seed(seed, key), level)
+        simulated = bool(attributes.loc[frame.index, "simulated"].any())
+        for j, (m, a, b) in enumerate(columns):
+            d = differences[:, j]
+            included = ~np.isnan(d)
+            means = {arm: (values[included, position[(m, arm)]].mean() if arm in (a, b) and included.any() else np.nan)
+                     for arm in arms}
+            rows.append({
+                **cell, "metric": m, "comparison": f"{a}-{b}", **means,
+                "delta": d[included].mean() if included.any() else np.nan,
+                "n_pairs": int(included.sum()), "n_excluded": int((~included).sum()),
+                "ci_low": low[j], "ci_high": high[j],
+                "p_value": stats.wilcoxon(d) if included.any() else np.nan,
+                "effect_size": stats.rank_biserial(d) if included.any() else np.nan,
+                "simulated": simulated,
+            })
+    gaps = pd.DataFrame(rows)
+    if gaps.empty:
+        raise ValueError("evaluations gave no model × track cell with both compared arms")
+    gaps["p_holm"] = np.nan
+    for _, index in gaps.groupby("comparison").groups.items():
+        gaps.loc[index, "p_holm"] = stats.holm(gaps.loc[index, "p_value"])
+    return gaps[["model", "track", *by, "metric", "comparison", "male", "female",
+                 *(["neutral"] if "neutral" in arms else []), "delta", "n_pairs", "n_excluded",
+                 "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated"]]
+
+
+def stratified_gaps(evaluations: pd.DataFrame, stratum: str, **kwargs) -> pd.DataFrame:
+    """`paired_gaps` within each level of a pair attribute (dimension for App. B.1, severity for B.2)."""
+    if stratum not in PAIR_ATTRIBUTES:
+        raise ValueError(f"stratum must be one of {', '.join(PAIR_ATTRIBUTES)}; got {stratum!r}")
+    return paired_gaps(evaluations, by=(stratum,), **kwargs)
+
+
+def stratum_columns(gaps: pd.DataFrame) -> list[str]:
+    """The columns of a gaps frame that split cells beyond model × track × metric: evaluation columns
+    used in `by` (dimension, severity, style, evaluator, ...); other extra columns are ignored."""
+    return [c for c in gaps.columns if c in EVALUATIONS and c not in GAPS and c != "arm"]
+
+
+def model_average(gaps: pd.DataFrame) -> pd.DataFrame:
+    """Mean over models of male, female and Δ per track × metric (× comparison × strata), as App. B's heatmaps.
+
+    Columns: track, metric, [comparison], strata..., male, female, delta, n_models, simulated.
+    """
+    require(gaps, ("model", "track", "metric", "male", "female", "delta"), "gaps")
+    keys = ["track", "metric", *[c for c in ("comparison",) if c in gaps.columns], *stratum_columns(gaps)]
+    grouped = gaps.groupby(keys, sort=False)
+    averages = grouped[["male", "female", "delta"]].mean()
+    averages["n_models"] = grouped["model"].nunique()
+    averages["simulated"] = grouped["simulated"].any() if "simulated" in gaps.columns else False
+    return averages.reset_index()
+
+
+def exclusions(evaluations: pd.DataFrame) -> pd.DataFrame:
+    """Invalid evaluations per model × track × arm × reason (reported, never silently dropped).
+
+    Columns: model, track, arm, invalid_reason, n_invalid, n_evaluations (all of that model × track × arm).
+    """
+    require(evaluations, ("model", "track", "arm", "valid", "invalid_reason"), "evaluations")
+    totals = evaluations.groupby(["model", "track", "arm"]).size().rename("n_evaluations")
+    invalid = evaluations[~_valid(evaluations)].assign(
+        invalid_reason=lambda e: e["invalid_reason"].fillna("unspecified").astype(str))
+    counts = invalid.groupby(["model", "track", "arm", "invalid_reason"]).size().rename("n_invalid").reset_index()
+    return counts.merge(totals.reset_index(), on=["model", "track", "arm"])
+
+
+def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] = CONTINUOUS_METRICS,
+                       by: Sequence[str] = ()) -> pd.DataFrame:
+    """Beyond the paper: female − male effect per model from a MixedLM with scenario random intercepts.
+
+    One fit per track × metric (× `by`): value ~ model level + model × female, random intercept per
+    pair (the scenario, shared by all models), on the per-pair arm means (male and female arms).
+    Meant for the continuous metrics (Puni., Ther., Sev.). Columns: model, track, metric, *by,
+    estimate (≈ Δ), se, ci_low, ci_high, p_value, n_obs, converged, note, simulated.
+    """
+    for key in metrics:
+        if metric(key).is_rate:
+            raise ValueError(f"mixed_effects_gaps is for the continuous metrics; {key!r} is a rate")
+    by = tuple(by)
+    long = per_pair(evaluations, by=by, metrics=metrics)
+    long = long.melt(id_vars=["model", "track", *by, "pair_id", "metric", "simulated"],
+                     value_vars=["male", "female"], var_name="arm", value_name="value")
+    long["female"] = (long["arm"] == "female").astype(float)
+    frames = []
+    for key, frame in long.groupby(["track", "metric", *by], sort=True):
+        fit = stats.mixed_effects(frame, value="value", treated="female", scenario="pair_id", by="model")
+        simulated = frame.groupby("model")["simulated"].any()
+        frames.append(fit.assign(**dict(zip(["track", "metric", *by], key)),
+                                 simulated=fit["model"].map(simulated).astype(bool)))
+    result = pd.concat(frames, ignore_index=True)
+    return result[["model", "track", "metric", *by, "estimate", "se", "ci_low", "ci_high", "p_value",
+                   "n_obs", "converged", "note", "simulated"]]
+
+
+def _valid(evaluations: pd.DataFrame) -> pd.Series:
+    """True only for valid == True (or 1); missing counts as invalid."""
+    valid = evaluations["valid"]
+    return valid if valid.dtype == bool else valid.isin([True, 1])
+
+
+def _pair_means(evaluations: pd.DataFrame, by: tuple[str, ...], metrics: tuple[str, ...]
+                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(wide, attributes): per pair, columns (metric, arm) in paper units; attributes per pair."""
+    columns = [metric(m).column for m in metrics]
+    require(evaluations, ("pair_id", "track", "model", "arm", "valid", "simulated", *columns, *by), "evaluations")
+    _check(evaluations, by)
+    keys = ["model", "track", *by, "pair_id"]
+    values = pd.DataFrame({m: _numeric(evaluations, metric(m).column) * scale(m) for m in metrics})
+    values.loc[~_valid(evaluations).to_numpy(), :] = np.nan
+    values[keys + ["arm"]] = evaluations[keys + ["arm"]]
+    wide = values.groupby(keys + ["arm"], sort=True)[list(metrics)].mean().unstack("arm")
+    wide.columns = wide.columns.set_names(["metric", "arm"])
+    carried = [c for c in PAIR_ATTRIBUTES if c in evaluations.columns and c not in by]
+    grouped = evaluations.groupby(keys, sort=True)
+    attributes = grouped[carried].first() if carried else pd.DataFrame(index=wide.index)
+    attributes["simulated"] = grouped["simulated"].any().astype(bool)
+    return wide, attributes.loc[wide.index]
+
+
+def _check(evaluations: pd.DataFrame, by: tuple[str, ...]) -> None:
+    bad = ~evaluations["arm"].isin(ARMS)
+    if bad.any():
+        row = evaluations.index[bad.to_numpy()][0]
+        raise ValueError(f"evaluations row {row}: arm={evaluations.at[row, 'arm']!r}; "
+                         f"expected one of {', '.join(ARMS)}")
+    for arm in ("male", "female"):
+        if not (evaluations["arm"] == arm).any():
+            raise ValueError(f"evaluations have no {arm!r} arm rows; a gap needs both mirrored arms")
+    if "evaluator" in evaluations.columns and "evaluator" not in by and evaluations["evaluator"].nunique() > 1:
+        raise ValueError(f"evaluations mix evaluators {sorted(evaluations['evaluator'].unique())}; "
+                         "filter to one or pass by=('evaluator',)")
+
+
+def _numeric(evaluations: pd.DataFrame, column: str) -> pd.Series:
+    values = pd.to_numeric(evaluations[column], errors="coerce")
+    bad = values.isna() & evaluations[column].notna() & _valid(evaluations)
+    if bad.any():
+        row = evaluations.index[bad.to_numpy()][0]
+        raise ValueError(f"evaluations row {row} (pair {evaluations.at[row, 'pair_id']!r}, model "
+                         f"{evaluations.at[row, 'model']!r}, arm {evaluations.at[row, 'arm']!r}): "
+                         f"{column}={evaluations.at[row, column]!r} is not a number")
+    return values.astype(float)
+
+
+def _arms_present(evaluations: pd.DataFrame, cell_keys: list[str]) -> dict[tuple, bool]:
+    counts = evaluations.groupby([*cell_keys, "arm"], sort=False).size()
+    return {key: n > 0 for key, n in counts.items()}

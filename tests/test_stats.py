@@ -1,0 +1,173 @@
+"""Known answers for the paired statistics (gama_utils.stats), worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+from gama_utils import stats
+
+# Seven pairs, no ties, no zeros.
+#   d         : 1.5  -0.5  2.0  3.5  2.5  4.0  -1.0
+#   |d| rank  : 3     1    4    6    5    7     2
+#   T− = 1 + 2 = 3, T+ = 28 − 3 = 25 (1 + … + 7 = 28)
+#   Under H0 each of the 2^7 = 128 sign patterns is equally likely. Subsets of {1..7} with
+#   rank sum ≤ 3: {}, {1}, {2}, {3}, {1,2} → 5, so P(T− ≤ 3) = 5/128 and the two-sided exact
+#   p = 2 · 5/128 = 10/128 = 0.078125.   r = (25 − 3) / 28 = 22/28.
+SEVEN = np.array([1.5, -0.5, 2.0, 3.5, 2.5, 4.0, -1.0])
+
+# Eight pairs, only the smallest |d| negative: T− = 1, T+ = 36 − 1 = 35.
+#   Subsets of {1..8} with sum ≤ 1: {}, {1} → 2 of 256; p = 2 · 2/256 = 0.015625; r = 34/36.
+EIGHT = np.array([-0.2, 0.5, 0.9, 1.3, 1.7, 2.1, 2.6, 3.0])
+
+
+def test_signed_rank_sums_by_hand():
+    ranks = stats.signed_ranks(SEVEN)
+    assert (ranks.t_plus, ranks.t_minus, ranks.n_nonzero) == (25.0, 3.0, 7)
+
+
+def test_wilcoxon_exact_p_seven_pairs():
+    assert stats.wilcoxon(SEVEN) == pytest.approx(10 / 128, abs=1e-12)
+
+
+def test_wilcoxon_exact_p_eight_pairs():
+    assert stats.wilcoxon(EIGHT) == pytest.approx(4 / 256, abs=1e-12)
+
+
+def test_wilcoxon_drops_zero_differences_and_nans():
+    # Zeros carry no sign and NaN marks an excluded pair: both leave the seven-pair answer unchanged.
+    assert stats.wilcoxon(np.r_[SEVEN, 0.0, 0.0, np.nan]) == pytest.approx(10 / 128, abs=1e-12)
+
+
+def test_wilcoxon_all_zero_is_no_evidence():
+    assert stats.wilcoxon(np.zeros(12)) == 1.0
+
+
+def test_wilcoxon_with_ties_exact_by_hand():
+    # d = 1, 1, −1, 2 → mid-ranks 2, 2, 2, 4; T+ = 2 + 2 + 4 = 8.
+    # Null T+ over the 16 sign patterns: 0:1, 2:3, 4:4, 6:4, 8:3, 10:1 → P(T+ ≥ 8) = 4/16; p = 2·4/16 = 0.5.
+    assert stats.wilcoxon(np.array([1.0, 1.0, -1.0, 2.0])) == pytest.approx(0.5)
+
+
+def test_wilcoxon_thirteen_tied_pairs_fast_and_exact():
+    # Twelve +1 and one −1: all |d| tied (mid-rank 7), so T+ = 7 · (number of + signs) ~ 7 · Binomial(13, ½).
+    # P(≥ 12 plus signs) = (1 + 13)/8192 → p = 28/8192. scipy's own permutation path takes seconds here.
+    assert stats.wilcoxon(np.r_[np.ones(12), -1.0]) == pytest.approx(28 / 8192, abs=1e-15)
+
+
+def test_exact_tied_path_agrees_with_scipy():
+    rng = np.random.default_rng(4)
+    for n in (3, 6, 9):
+        d = rng.integers(-2, 3, n).astype(float)
+        d[d == 0] = 1.0
+        assert stats.exact_signed_rank_p(d) == pytest.approx(scipy_stats.wilcoxon(d).pvalue, abs=1e-12)
+
+
+def test_wilcoxon_normal_approximation_large_sample():
+    # d = 1..60 with 1..10 negative: T− = 55, T+ = 1830 − 55 = 1775 (no ties, so no tie correction).
+    # E[T] = n(n+1)/4 = 915; Var[T] = n(n+1)(2n+1)/24 = 60·61·121/24 = 18452.5.
+    # z = (55 − 915)/sqrt(18452.5) = −6.3310; two-sided p = erfc(|z|/√2) ≈ 2.44e-10.
+    d = np.arange(1, 61, dtype=float)
+    d[:10] *= -1
+    z = (55 - 915) / math.sqrt(18452.5)
+    assert stats.wilcoxon(d) == pytest.approx(math.erfc(abs(z) / math.sqrt(2)), rel=1e-9)
+
+
+def test_rank_biserial_by_hand():
+    assert stats.rank_biserial(SEVEN) == pytest.approx(22 / 28)
+    assert stats.rank_biserial(EIGHT) == pytest.approx(34 / 36)
+
+
+def test_rank_biserial_with_ties_and_zero():
+    # d = 1, 1, −1, 2, 0: the zero is dropped; |d| = 1, 1, 1, 2 → mid-ranks 2, 2, 2, 4.
+    # T+ = 2 + 2 + 4 = 8, T− = 2 → r = 6/10.
+    assert stats.rank_biserial(np.array([1, 1, -1, 2, 0.0])) == pytest.approx(0.6)
+
+
+def test_rank_biserial_extremes():
+    assert stats.rank_biserial(np.array([-1.0, -2.0, -3.0])) == -1.0
+    assert stats.rank_biserial(np.array([1.0, -1.0])) == 0.0
+    assert stats.rank_biserial(np.zeros(5)) == 0.0
+
+
+def test_bootstrap_all_differences_equal():
+    # Every resample of a constant sample has the same mean, so the CI collapses onto it.
+    low, high = stats.bootstrap_ci(np.full(9, 2.5), n_boot=500, seed=3)
+    assert low[0] == pytest.approx(2.5) and high[0] == pytest.approx(2.5)
+
+
+def test_bootstrap_binomial_quantiles():
+    # Five 0s and five 1s: a resample's mean is X/10 with X ~ Binomial(10, 1/2).
+    # P(X ≤ 1) = 11/1024 = 0.011 < 0.025 < P(X ≤ 2) = 56/1024 = 0.055, so the 2.5% quantile is 0.2;
+    # by symmetry the 97.5% quantile is 0.8. 20,000 resamples pin both far from the boundaries.
+    low, high = stats.bootstrap_ci(np.array([0, 1] * 5, dtype=float), n_boot=20_000, seed=1)
+    assert (low[0], high[0]) == (pytest.approx(0.2), pytest.approx(0.8))
+
+
+def test_bootstrap_is_the_percentile_formula_over_resampled_pairs():
+    # Same generator, same draws: resample n pairs B times, mean each, take the 2.5/97.5 percentiles.
+    d = np.array([0.3, -1.2, 2.2, 0.0, 1.1, 0.7, -0.4, 1.9, 0.2, 0.8])
+    expected_rng = np.random.default_rng(11)
+    draws = expected_rng.integers(0, d.size, size=(1000, d.size))
+    expected = np.percentile(d[draws].mean(axis=1), [2.5, 97.5])
+    low, high = stats.bootstrap_ci(d, n_boot=1000, seed=np.random.default_rng(11))
+    assert [low[0], high[0]] == pytest.approx(list(expected))
+
+
+def test_bootstrap_columns_share_pairs_and_skip_excluded():
+    # Column 2 repeats column 1 where present; its NaN pairs are left out of each resample's mean,
+    # so a constant column stays constant even with exclusions, and the shape follows the columns.
+    d = np.column_stack([np.full(20, 4.0), np.r_[np.full(15, -1.0), np.full(5, np.nan)], np.full(20, np.nan)])
+    low, high = stats.bootstrap_ci(d, n_boot=300, seed=0)
+    assert low[:2] == pytest.approx([4.0, -1.0]) and high[:2] == pytest.approx([4.0, -1.0])
+    assert np.isnan(low[2]) and np.isnan(high[2])
+
+
+def test_cell_seed_depends_only_on_seed_and_key():
+    a = stats.cell_seed(0, ("GPT-5.4", "intimate")).integers(0, 10**9, 3)
+    b = stats.cell_seed(0, ("GPT-5.4", "intimate")).integers(0, 10**9, 3)
+    c = stats.cell_seed(0, ("GPT-5.4", "public")).integers(0, 10**9, 3)
+    assert list(a) == list(b) and list(a) != list(c)
+
+
+def test_holm_by_hand():
+    # Sorted: .005·4 = .02, .01·3 = .03, .03·2 = .06, .04·1 = .04 → running max .02, .03, .06, .06.
+    adjusted = stats.holm(np.array([0.01, 0.04, 0.03, 0.005]))
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+def test_holm_keeps_nan_out_of_the_family():
+    adjusted = stats.holm(np.array([0.01, np.nan, 0.02]))
+    # Family of two: .01·2 = .02, .02·1 = .02.
+    assert adjusted[0] == pytest.approx(0.02) and np.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
+
+
+def _paired_long(male: list[float], female: list[float], model: str | None = None) -> pd.DataFrame:
+    n = len(male)
+    frame = pd.DataFrame({"value": male + female, "female": [0] * n + [1] * n, "pair_id": list(range(n)) * 2})
+    return frame.assign(model=model) if model else frame
+
+
+def test_mixed_effects_balanced_pairs_match_paired_t():
+    # male 2,4,6,8,10; female 3,4,8,9,13 → d = 1,0,2,1,3, mean 1.4.
+    # Deviations −.4, −1.4, .6, −.4, 1.6; squares sum 5.2; var = 5.2/4 = 1.3; SE = sqrt(1.3/5) = 0.50990.
+    # With two observations per scenario and a positive scenario variance, REML gives the arm effect
+    # the paired-t estimate and standard error.
+    fit = stats.mixed_effects(_paired_long([2, 4, 6, 8, 10], [3, 4, 8, 9, 13]))
+    assert fit.loc[0, "estimate"] == pytest.approx(1.4, abs=1e-6)
+    assert fit.loc[0, "se"] == pytest.approx(math.sqrt(1.3 / 5), rel=1e-3)
+    assert fit.loc[0, "n_obs"] == 10
+
+
+def test_mixed_effects_one_fit_per_group_level():
+    # Two models on the same five scenarios; each model's arm effect is its own mean difference:
+    # model a: d = 1,0,2,1,3 → 1.4; model b: d = −2,−1,−3,−2,−2 → −2.0.
+    long = pd.concat([_paired_long([2, 4, 6, 8, 10], [3, 4, 8, 9, 13], "a"),
+                      _paired_long([5, 7, 9, 11, 13], [3, 6, 6, 9, 11], "b")])
+    fit = stats.mixed_effects(long, by="model").set_index("model")
+    assert fit.loc["a", "estimate"] == pytest.approx(1.4, abs=1e-5)
+    assert fit.loc["b", "estimate"] == pytest.approx(-2.0, abs=1e-5)

@@ -1,0 +1,169 @@
+"""Tables in the paper's layout (gama_utils.tables), checked against the paper's printed tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gama_utils import gaps, paper, tables
+from gama_utils.paper import MAIN_MODELS
+
+
+def gaps_frame(rows: list[tuple], simulated: bool = False, **columns) -> pd.DataFrame:
+    """A gaps frame from (model, track, metric, male, female) rows; Δ = female − male."""
+    frame = pd.DataFrame(rows, columns=["model", "track", "metric", "male", "female"])
+    frame["comparison"] = "female-male"
+    frame["delta"] = frame["female"] - frame["male"]
+    for column in ("n_pairs", "n_excluded", "ci_low", "ci_high", "p_value", "p_holm", "effect_size"):
+        frame[column] = columns.get(column, np.nan)
+    frame["simulated"] = simulated
+    return frame
+
+
+@pytest.fixture(scope="module")
+def paper_gaps() -> pd.DataFrame:
+    return tables.paper_gaps(paper.main_results())
+
+
+def test_paper_layout_reproduces_table_2(paper_gaps):
+    table = tables.paper_layout(paper_gaps, "intimate")
+    assert list(table.index.get_level_values("Model")) == list(MAIN_MODELS)
+    assert list(table.index.get_level_values("Group")) == ["Proprietary models"] * 5 + ["Open-source models"] * 5
+    assert list(table.columns[:3]) == [("Puni.", "Male"), ("Puni.", "Female"), ("Puni.", "Δ")]
+    assert table.loc[("Proprietary models", "GPT-5.4"), ("Puni.", "Male")] == pytest.approx(4.98)
+    shown = tables.format_table(table)
+    # Table 2, GPT-5.4 row: Ther. 1.20 1.98 +0.78; Emp.-Agg. 9.6% 15.5% +5.9%; Full-Bl. 90.2% 67.9% -22.3%.
+    gpt = shown.loc[("Proprietary models", "GPT-5.4")]
+    assert [gpt[("Ther.", p)] for p in ("Male", "Female", "Δ")] == ["1.20", "1.98", "+0.78"]
+    assert [gpt[("Emp.-Agg.", p)] for p in ("Male", "Female", "Δ")] == ["9.6%", "15.5%", "+5.9%"]
+    assert gpt[("Full-Bl.", "Δ")] == "-22.3%"
+    # Table 3, Kimi-2.5 row: Puni. 11.46 9.55 -1.90.
+    kimi = tables.format_table(tables.paper_layout(paper_gaps, "public")).loc[("Open-source models", "Kimi-2.5")]
+    assert [kimi[("Puni.", p)] for p in ("Male", "Female", "Δ")] == ["11.46", "9.55", "-1.90"]
+
+
+def test_across_model_averages_reproduce_the_papers_statements(paper_gaps):
+    # §4.2 / DESIGN §7. By hand for intimate Puni. (Table 2 Δ column):
+    # −1.14 −1.60 −5.09 −6.39 −4.16 −1.23 −3.75 −2.72 −3.51 −3.51 = −33.10 → mean −3.31 → "3.3 more" for male.
+    averages = gaps.model_average(paper_gaps)
+    intimate_puni = averages[(averages["track"] == "intimate") & (averages["metric"] == "puni")]["delta"].item()
+    assert intimate_puni == pytest.approx(-3.31)
+    check = tables.check_paper_statements(averages)
+    assert len(check) == 8 and check["agrees"].all(), check
+    assert check.set_index(["track", "metric"]).loc[("intimate", "instr"), "average"] == pytest.approx(-14.25)
+
+
+def test_statement_check_flags_a_disagreement(paper_gaps):
+    averages = gaps.model_average(paper_gaps)
+    averages.loc[(averages["track"] == "public") & (averages["metric"] == "full_bl"), "delta"] = -7.0
+    check = tables.check_paper_statements(averages).set_index(["track", "metric"])
+    assert not check.loc[("public", "full_bl"), "agrees"] and check["agrees"].sum() == 7
+
+
+def test_other_models_come_after_the_papers_groups():
+    frame = gaps_frame([("Mine", "intimate", "puni", 2.0, 1.0), ("gpt-5.2", "intimate", "puni", 3.0, 1.0),
+                        ("Kimi-2.5", "intimate", "puni", 4.0, 1.0), ("Qwen3-8B", "intimate", "puni", 1.0, 1.5)])
+    table = tables.paper_layout(frame, "intimate")
+    assert list(table.index) == [("Proprietary models", "gpt-5.2"), ("Open-source models", "Kimi-2.5"),
+                                 ("Qwen variants", "Qwen3-8B"), ("Other models", "Mine")]
+    assert table[("Puni.", "Δ")].tolist() == [-2.0, -3.0, 0.5, -1.0]
+
+
+def test_paper_layout_refuses_stratified_gaps():
+    frame = gaps_frame([("A", "intimate", "puni", 2.0, 1.0)]).assign(dimension="financial_control")
+    with pytest.raises(ValueError, match="stratified by dimension"):
+        tables.paper_layout(frame, "intimate")
+
+
+def test_pvalue_table_prints_like_table_6():
+    # Table 6 prints p < .001 as "<.001" and others with three decimals and no leading zero.
+    pvalues = paper.pvalues()
+    frame = pvalues.assign(male=np.nan, female=np.nan, delta=np.nan, p_holm=np.nan, simulated=False,
+                           comparison="female-male")
+    table = tables.format_table(tables.pvalue_table(frame))
+    printed = pvalues[~pvalues["p_is_upper_bound"]]
+    assert len(printed) == 6  # .004 (GPT-5.2), .001 (Kimi), .002 (Doubao), .013 .009 .015 (MiniMax)
+    for row in printed.itertuples():
+        group = tables.model_rows([row.model])[0][0]
+        column = (tables.TRACK_LABELS[row.track], tables.metric(row.metric).label)
+        assert table.loc[(group, row.model), column] == row.p_printed
+    tiny = tables.format_table(tables.pvalue_table(frame.assign(p_value=0.0004)))
+    assert (tiny.to_numpy() == "<.001").all()
+
+
+def test_pvalue_table_adjusted_uses_holm():
+    frame = gaps_frame([("A", "intimate", "puni", 2.0, 1.0), ("A", "public", "ther", 2.0, 1.0)])
+    frame["p_value"], frame["p_holm"] = [0.01, 0.2], [0.02, 0.2]
+    table = tables.pvalue_table(frame, adjusted=True)
+    assert table.loc[("Other models", "A"), ("Intimate Track", "Puni.")] == 0.02
+    assert table.loc[("Other models", "A"), ("Public Track", "Ther.")] == 0.2
+    assert np.isnan(table.loc[("Other models", "A"), ("Public Track", "Puni.")])
+
+
+def test_stratified_table_averages_over_models():
+    # Δ puni: A financial −2, privacy −1; B financial −4, privacy +1 → averages −3 and 0.
+    rows = [("A", "intimate", "puni", 5.0, 3.0, "financial_control"),
+            ("A", "intimate", "puni", 5.0, 4.0, "privacy_violation"),
+            ("B", "intimate", "puni", 6.0, 2.0, "financial_control"),
+            ("B", "intimate", "puni", 1.0, 2.0, "privacy_violation")]
+    frame = gaps_frame([r[:5] for r in rows]).assign(dimension=[r[5] for r in rows])
+    table = tables.stratified_table(frame, "dimension")
+    assert list(table.index) == [("Intimate Track", "Financial control"), ("Intimate Track", "Privacy violation")]
+    assert table["Puni."].tolist() == [-3.0, 0.0]
+    per_model = tables.stratified_table(frame, "dimension", per_model=True)
+    assert per_model.loc[("Intimate Track", "B", "Privacy violation"), "Puni."] == 1.0
+    assert tables.format_table(table)["Puni."].tolist() == ["-3.00", "+0.00"]
+    with pytest.raises(ValueError, match="also stratified by severity"):
+        tables.stratified_table(frame.assign(severity="L1"), "dimension")
+
+
+def test_side_by_side_with_paper():
+    # Paper Table 2: GPT-5.4 Puni. −1.14, Ther. +0.78; Kimi-2.5 Puni. −3.51, Ther. +1.05.
+    # Run: gpt-5.4 Puni. +0.5 (opposite), Ther. +0.2 (same); Kimi-2.5 Puni. −1 (same), Ther. 0 (undecided).
+    # Direction agreement over decided cells: 2/3. "Mine" is not a paper model and is left out.
+    run = gaps_frame([("gpt-5.4", "intimate", "puni", 1.0, 1.5), ("gpt-5.4", "intimate", "ther", 1.0, 1.2),
+                      ("Kimi-2.5", "intimate", "puni", 3.0, 2.0), ("Kimi-2.5", "intimate", "ther", 2.0, 2.0),
+                      ("Mine", "intimate", "puni", 3.0, 2.0)])
+    table = tables.side_by_side_with_paper(run, paper.main_results())
+    assert list(table.index) == [("Intimate Track", "Proprietary models", "gpt-5.4"),
+                                 ("Intimate Track", "Open-source models", "Kimi-2.5")]
+    gpt = table.loc[("Intimate Track", "Proprietary models", "gpt-5.4")]
+    assert (gpt[("Puni.", "Run Δ")], gpt[("Puni.", "Paper Δ")], gpt[("Puni.", "Same sign")]) == (
+        pytest.approx(0.5), pytest.approx(-1.14), False)
+    assert pd.isna(table.loc[("Intimate Track", "Open-source models", "Kimi-2.5"), ("Ther.", "Same sign")])
+    assert table.attrs["direction_agreement"] == pytest.approx(2 / 3)
+    shown = tables.format_table(table)
+    assert shown.loc[("Intimate Track", "Proprietary models", "gpt-5.4"), ("Ther.", "Same sign")] == "yes"
+
+
+def test_side_by_side_needs_a_paper_model():
+    with pytest.raises(ValueError, match="none of the run's models"):
+        tables.side_by_side_with_paper(gaps_frame([("Mine", "intimate", "puni", 3.0, 2.0)]), paper.main_results())
+
+
+def test_paper_gaps_accepts_labels_and_printed_track_names():
+    printed = pd.DataFrame({"model": ["GPT-5.4"], "track": ["Intimate Track"], "metric": ["Full-Bl."],
+                            "male": [90.2], "female": [67.9], "delta": [-22.3]})
+    converted = tables.paper_gaps(printed)
+    assert converted[["track", "metric", "delta"]].values.tolist() == [["intimate", "full_bl", -22.3]]
+    with pytest.raises(ValueError, match="row 0: metric='Blame'"):
+        tables.paper_gaps(printed.assign(metric="Blame"))
+
+
+def test_write_table_files_and_simulated_caption(tmp_path, paper_gaps):
+    table = tables.paper_layout(paper_gaps, "intimate")
+    paths = tables.write_table(table, tmp_path, "table2", "Table 2: Intimate Track, Δ = female − male.")
+    assert sorted(p.name for p in paths.values()) == ["table2.csv", "table2.md", "table2.tex"]
+    csv = pd.read_csv(paths["csv"])
+    assert csv.loc[0, "Model"] == "GPT-5.4" and csv.loc[0, "Puni. Male"] == pytest.approx(4.98)
+    assert csv.loc[0, "Full-Bl. Δ"] == pytest.approx(-22.3)
+    markdown = paths["md"].read_text()
+    assert "SIMULATED" not in markdown and "| GPT-5.4" in markdown and "+0.78" in markdown
+    tex = paths["tex"].read_text()
+    assert r"\caption{Table 2: Intimate Track, $\Delta$ = female - male.}" in tex
+    assert r"-22.3\%" in tex and r"\multicolumn{3}{c}{Puni.}" in tex
+
+    simulated = tables.paper_layout(paper_gaps.assign(simulated=[True] + [False] * (len(paper_gaps) - 1)), "intimate")
+    paths = tables.write_table(simulated, tmp_path, "sim", "Table 2.")
+    assert paths["md"].read_text().startswith("SIMULATED") and "SIMULATED" in paths["tex"].read_text()
