@@ -245,3 +245,18 @@ def _numeric(evaluations: pd.DataFrame, column: str) -> pd.Series:
 def _arms_present(evaluations: pd.DataFrame, cell_keys: list[str]) -> dict[tuple, bool]:
     counts = evaluations.groupby([*cell_keys, "arm"], sort=False).size()
     return {key: n > 0 for key, n in counts.items()}
+
+
+def blind_vs_sighted(sighted: pd.DataFrame, blind: pd.DataFrame) -> pd.DataFrame:
+    """Δ as scored sighted and blinded per model × track × metric, and their difference.
+
+    Blinding hides the actor's gender from the evaluator, so sighted − blind estimates the part
+    of Δ the evaluator adds by knowing the gender; the blind Δ is the target's own.
+    Both inputs are `paired_gaps` output (the paper's female-male rows are used).
+    """
+    keys = ["model", "track", "metric"]
+    pick = lambda g: g[g["comparison"] == PAPER_COMPARISON] if "comparison" in g.columns else g  # noqa: E731
+    merged = pick(sighted)[keys + ["delta", "simulated"]].merge(
+        pick(blind)[keys + ["delta"]], on=keys, suffixes=("_sighted", "_blind"))
+    merged["evaluator_part"] = merged["delta_sighted"] - merged["delta_blind"]
+    return merged

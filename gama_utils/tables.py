@@ -274,7 +274,8 @@ def _stratum_order(key: tuple, stratum: str, cells: pd.DataFrame) -> tuple:
 
 
 def _model_key(name: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", str(name).lower())
+    """Case- and punctuation-free key; a simulated twin ("sim/GPT-5.4") keys as its paper model."""
+    return re.sub(r"[^0-9a-z]", "", str(name).lower().removeprefix("sim/"))
 
 
 def _column_metric(column, kind: str | None) -> tuple[str | None, str]:
