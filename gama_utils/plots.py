@@ -173,3 +173,75 @@ def _unit(key: str, delta: bool = False) -> str:
 def _title(text: str, data: pd.DataFrame) -> str:
     simulated = data.attrs.get("simulated") if "simulated" not in data.columns else bool(data["simulated"].any())
     return f"{text} (simulated)" if simulated else text
+
+
+ABLATION_PANELS: dict[str, tuple[str, ...]] = {
+    "Scale": ("Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B"),
+    "Post-training": ("Qwen3-4B-Base", "Qwen3-4B-Instruct-2507"),
+    "Reasoning mode": ("Qwen3-4B-Instruct-2507", "Qwen3-4B-Thinking-2507"),
+}
+ABLATION_METRICS = ("puni", "ther", "instr")
+
+
+def qwen_ablation(gaps: pd.DataFrame, track: str | None = None, metrics: Sequence[str] = ABLATION_METRICS) -> Figure:
+    """Fig 9: Δ with 95% CI along scale, base → instruct, and instruct → thinking, one line per metric.
+
+    Models are matched to the paper's Qwen names ignoring case, punctuation and a "sim/" prefix;
+    with no `track`, both tracks are drawn (solid intimate, dashed public).
+    """
+    cells = tables.select_cells(gaps, track=track, comparison=PAPER_COMPARISON, stratified=False)
+    cells = cells.assign(paper_model=cells["model"].map(lambda m: tables.paper_name(m) or m))
+    tracks = [t for t in TRACKS if t in set(cells["track"])]
+    colours = dict(zip(metrics, sns.color_palette("colorblind", len(metrics))))
+    with sns.axes_style("whitegrid"):
+        fig, axes = plt.subplots(1, len(ABLATION_PANELS), figsize=(13, 4.2), layout="constrained",
+                                 gridspec_kw={"width_ratios": [len(v) for v in ABLATION_PANELS.values()]})
+    for ax, (panel, models) in zip(axes, ABLATION_PANELS.items()):
+        x = np.arange(len(models))
+        for t_index, t in enumerate(tracks):
+            for key in metrics:
+                rows = cells[(cells["metric"] == key) & (cells["track"] == t)].set_index("paper_model").reindex(models)
+                offset = (t_index - (len(tracks) - 1) / 2) * 0.08
+                errors = np.abs(np.vstack([rows["delta"] - rows["ci_low"], rows["ci_high"] - rows["delta"]]))
+                ax.errorbar(x + offset, rows["delta"], yerr=errors, color=colours[key], marker="o", ms=4,
+                            ls="-" if t == "intimate" else "--", capsize=2, lw=1.3)
+        ax.axhline(0, color="0.3", lw=0.9)
+        ax.set_xticks(x, [m.replace("Qwen3-", "") for m in models], rotation=20)
+        ax.set_title(panel)
+    axes[0].set_ylabel("Δ = female − male (terms; pp for Instr.)")
+    handles = [Line2D([], [], color=colours[k], marker="o", label=metric(k).label) for k in metrics]
+    handles += [Line2D([], [], color="0.3", ls="-" if t == "intimate" else "--", label=tables.TRACK_LABELS[t])
+                for t in tracks]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
+    fig.suptitle(_title("Effects of scale, post-training and reasoning mode on gender gaps", cells))
+    return fig
+
+
+def evaluator_scatter(a: pd.DataFrame, b: pd.DataFrame, label_a: str, label_b: str,
+                      agreement: dict | None = None) -> Figure:
+    """Fig 10: Δ by evaluator A (x) vs evaluator B (y) over all model × track × metric cells, with y = x.
+
+    Counts/ratings and percentage points share the axes as the paper's figure does; points are
+    coloured by metric and shaped by track.
+    """
+    keys = ["model", "track", "metric"]
+    merged = a[keys + ["delta"]].merge(b[keys + ["delta"]], on=keys, suffixes=("_a", "_b"))
+    merged["Metric"] = merged["metric"].map(lambda k: metric(k).label)
+    merged["Track"] = merged["track"].map(tables.TRACK_LABELS)
+    with sns.axes_style("whitegrid"):
+        fig, ax = plt.subplots(figsize=(6.4, 6), layout="constrained")
+    sns.scatterplot(data=merged, x="delta_a", y="delta_b", hue="Metric", style="Track", ax=ax, s=45,
+                    palette="colorblind")
+    low = float(np.nanmin(merged[["delta_a", "delta_b"]].to_numpy())) - 1
+    high = float(np.nanmax(merged[["delta_a", "delta_b"]].to_numpy())) + 1
+    ax.plot([low, high], [low, high], color="0.4", lw=1, ls="--", label="y = x")
+    ax.axhline(0, color="0.7", lw=0.8)
+    ax.axvline(0, color="0.7", lw=0.8)
+    ax.set_xlabel(f"Δ by {label_a}")
+    ax.set_ylabel(f"Δ by {label_b}")
+    if agreement:
+        ax.text(0.02, 0.98, f"direction agreement {agreement['direction_agreement']:.1%}\n"
+                f"Pearson r = {agreement['pearson_r']:.3f}\nmean |ΔA − ΔB| = {agreement['mean_abs_diff']:.2f}",
+                transform=ax.transAxes, va="top", fontsize=9, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+    ax.set_title(_title("LLM evaluator consistency of gender-gap measurements", a))
+    return fig

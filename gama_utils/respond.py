@@ -149,3 +149,13 @@ def load_benchmark(path: str | None = None) -> pd.DataFrame:
         raise FileNotFoundError(f"{file} not found: build the benchmark with 01-03 or pass pairs_path")
     frame = pd.read_csv(file) if file.suffix == ".csv" else pd.read_json(file, lines=True, dtype=False)
     return require(frame, PAIRS, str(file))
+
+
+def reasoning_summary(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per model: share of answers that came with thinking content, and its mean length in characters."""
+    reasoning = responses["reasoning"].fillna("").astype(str)
+    frame = responses.assign(has_reasoning=reasoning.str.len() > 0, reasoning_chars=reasoning.str.len())
+    return frame.groupby("model", sort=False).agg(
+        answers=("answer", "size"), with_reasoning=("has_reasoning", "mean"),
+        mean_reasoning_chars=("reasoning_chars", lambda c: float(c[c > 0].mean()) if (c > 0).any() else 0.0),
+        mean_answer_chars=("answer", lambda a: float(a.fillna("").str.len().mean()))).round(2)

@@ -42,6 +42,7 @@ def atomic_write(path: Path, data: str | bytes) -> Path:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
         f.flush()
         os.fsync(f.fileno())
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
 

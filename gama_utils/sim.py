@@ -347,9 +347,8 @@ def _answer_request(spec, request):
         text = json.dumps(simulated_evaluation(answer, name, str(tag.get("key", ""))))
         return Result(key="", text=text, finish_reason="stop", input_tokens=len(content) // 4,
                       output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
-    profile = paper_profile(name) if name != "planted" else resolve_profile(spec.extra["profile"])
-    if isinstance(spec.extra.get("profile"), Mapping):
-        profile = resolve_profile(spec.extra["profile"])
+    planted = spec.extra.get("profile")
+    profile = resolve_profile(planted) if isinstance(planted, Mapping) else paper_profile(name)
     arm = tag.get("arm") or arm_of(content)
     pair_key = str(tag.get("pair_id") or hashlib.sha256(content.encode()).hexdigest()[:16])
     track = tag.get("track") or "public"

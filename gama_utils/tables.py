@@ -281,6 +281,8 @@ def _model_key(name: str) -> str:
 def _column_metric(column, kind: str | None) -> tuple[str | None, str]:
     """(metric key, part) of a column: part is the sub-column label (Male, Δ, Run Δ, ...) or ''."""
     label, part = (column[0], column[1]) if isinstance(column, tuple) else (column, "")
+    if kind is None:
+        return None, part
     if kind == "pvalues":
         return BY_LABEL.get(part), "p"
     if kind == "stratified":

@@ -177,6 +177,7 @@ def test_table_from_the_tables_module_and_csv_only_fallback(tmp_path):
                                         names=["Metric", ""])
     rows = pd.MultiIndex.from_tuples([("Proprietary models", "GPT-5.4")], names=["Group", "Model"])
     table = pd.DataFrame([[5.1, 1.8, -3.3]], index=rows, columns=columns)
+    table.attrs["kind"] = "paper_layout"  # as tables.paper_layout marks its output
     tables.write_table(table, tmp_path / "tables", "table3_public", "Table 3. Public track.", simulated=True)
     pd.DataFrame({"Metric": ["direction agreement"], "value": [97.5]}).to_csv(
         tmp_path / "tables" / "evaluator_agreement.csv", index=False)
