@@ -4,12 +4,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 KERNEL ?= gama-bench
 PROFILE ?= offline
-RUN    ?= $(PROFILE)
+RUN    ?=
 
 .PHONY: reproduce test venv kernel clean-venv strip
 
 reproduce: $(VENV)/.installed
-	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) --run $(RUN) --kernel $(KERNEL)
+	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q

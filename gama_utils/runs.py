@@ -140,28 +140,51 @@ def notebook_parameters(profile: dict, notebook: Path, run_path: Path) -> dict:
 
 
 def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
-              only: list[str] | None = None) -> list[dict]:
-    """Execute the notebooks headless with papermill; returns one record per notebook (name, seconds)."""
+              only: list[str] | None = None, overrides: dict | None = None, report: bool = True) -> list[dict]:
+    """Execute the profile's notebooks headless with papermill, then write the run report.
+
+    Returns one record per notebook (name, seconds); timings.json keeps the latest time of
+    every notebook run under this run name, so a partial re-run updates only its rows.
+    """
     import papermill
 
     settings = load_profile(profile)
-    run_path = run_dir(run or profile)
+    settings["parameters"] = {**settings["parameters"], **(overrides or {})}
+    run_path = run_dir(run or settings.get("default_run") or profile)
     out_dir = run_path / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    notebooks = [nb for nb in notebooks_in_order() if not only or nb.stem in only or nb.stem[:2] in only]
+    wanted = only or settings.get("run")
+    notebooks = [nb for nb in notebooks_in_order()
+                 if not wanted or nb.stem in wanted or nb.stem[:2] in [str(w).zfill(2) for w in wanted]]
     if not notebooks:
-        print(f"no notebooks in {NOTEBOOKS} yet; nothing to run")
+        print(f"no notebooks in {NOTEBOOKS} match; nothing to run")
         return []
-    timings = []
+    timings_path = run_path / "timings.json"
+    timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
+    done = []
     for nb in notebooks:
         start = time.perf_counter()
         print(f"[{profile}] {nb.name} → {out_dir / nb.name}", flush=True)
         papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel,
                                    parameters=notebook_parameters(settings, nb, run_path),
                                    cwd=str(NOTEBOOKS), progress_bar=False)
-        timings.append({"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)})
-    (run_path / "timings.json").write_text(json.dumps(timings, indent=2), encoding="utf-8")
-    return timings
+        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
+        timings[nb.stem] = row
+        done.append(row)
+        atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+    if report:
+        from .report import build_report
+
+        paths = build_report(run_path)
+        print(f"report: {paths['html']}")
+    return done
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value), got {text!r}")
+    return key.strip(), yaml.safe_load(value)
 
 
 def notebook_hygiene(path: Path) -> list[str]:
@@ -196,11 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("--run", default=None, help="run name (default: the profile's name)")
     rep.add_argument("--kernel", default=DEFAULT_KERNEL)
     rep.add_argument("--only", nargs="*", help="notebook stems or numbers to run")
+    rep.add_argument("--set", dest="overrides", action="append", type=_parse_override, default=[],
+                     metavar="KEY=VALUE", help="override a notebook parameter (YAML value), e.g. --set max_usd=500")
+    rep.add_argument("--no-report", dest="report", action="store_false")
     strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
     strip.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "reproduce":
-        for row in reproduce(args.profile, args.run, args.kernel, args.only):
+        for row in reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report):
             print(f"{row['notebook']}: {row['seconds']} s")
     else:
         for p in args.paths:

@@ -149,7 +149,7 @@ kayla alexis lori jane ava mia chloe zoe lily ella kate jenny sue meg liz beth
 # Names that are also ordinary words are flagged only where they cannot be a sentence's first word.
 AMBIGUOUS_NAMES: frozenset[str] = frozenset("bill mark frank grace amber sue jack will joy rose june may art ray dawn faith hope".split())
 _TITLE = re.compile(r"\b(Miss|Lord)\b\.?(?=\s+[A-Z])")
-_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
 _PLACEHOLDER_LIKE = re.compile(r"\[[^\[\]\n]*\]")
 _BRACKET_CHAR = re.compile(r"[\[\]]")
 _OTHER_BRACES = re.compile(r"[{<]\s*[A-Za-z_]*(PARTNER|AGGRESSOR|VICTIM)[A-Za-z_]*\s*[}>]", re.IGNORECASE)
