@@ -1,0 +1,36 @@
+"""LLM access layer: model registry, async client with limits and retries, response cache, batches.
+
+    from gama_utils import llm
+    spec = llm.resolve_model("qwen3-8b")                      # or an inline dict / "openai-compatible:<url>#<model>"
+    llm.check_ready([spec])                                   # ConfigError listing every problem, before any request
+    results = llm.run([llm.Request(spec, messages=[{"role": "user", "content": "Hi"}])], budget=llm.Budget(max_requests=100))
+    llm.Cache().explain_miss(request)                         # why a request is not cached
+    llm.batch.run_batch(requests)                             # OpenAI Batch API / vLLM batch files
+
+Modules: registry (ModelSpec, configs/models.yaml), request (Request, Result, cache key, thinking split),
+cache (SQLite), limits (Budget, rate limiter, adaptive concurrency), transport (aiohttp / openai SDK),
+client (run, arun, register_backend), batch.
+"""
+
+from gama_utils.llm import batch
+from gama_utils.llm.cache import Cache
+from gama_utils.llm.client import RunResults, arun, register_backend, retry_after_seconds, run
+from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RunStopped
+from gama_utils.llm.limits import Budget, ConcurrencyLimit, RateLimiter
+from gama_utils.llm.registry import (
+                                     REGISTRY_PATH,
+                                     ModelSpec,
+                                     check_ready,
+                                     estimate_cost,
+                                     load_registry,
+                                     redact_url,
+                                     resolve_model,
+)
+from gama_utils.llm.request import Request, Result, build_body, cache_key, prepare, render_prompt, split_thinking
+
+__all__ = [
+    "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "ConcurrencyLimit", "ConfigError", "ModelSpec",
+    "QuotaExhausted", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun", "batch",
+    "build_body", "cache_key", "check_ready", "estimate_cost", "load_registry", "prepare", "redact_url",
+    "register_backend", "render_prompt", "resolve_model", "retry_after_seconds", "run", "split_thinking",
+]

@@ -1,0 +1,288 @@
+"""Model registry: alias → ModelSpec, read from configs/models.yaml, plus inline specs.
+
+A model is named in one of four ways (all usable as a papermill parameter):
+
+- an alias of configs/models.yaml, e.g. ``"gpt-5.4"``, ``"qwen3-8b"``, ``"sim/GPT-5.4"``;
+- a dict with ``alias`` and overrides, e.g. ``{"alias": "qwen3-8b", "base_url": "http://gpu:8000/v1"}``;
+- an inline dict for any OpenAI-compatible server, e.g.
+  ``{"base_url": "http://localhost:8000/v1", "model": "Qwen/Qwen3-8B", "api_key_env": "VLLM_API_KEY"}``
+  (``api_key_env`` may be left out for a server that needs no key);
+- an inline string ``"openai-compatible:<base_url>#<model>[&field=value...]"``, e.g.
+  ``"openai-compatible:http://localhost:8000/v1#Qwen/Qwen3-8B&api_key_env=VLLM_API_KEY&endpoint=completions"``.
+  A string starting with ``{`` is read as a JSON dict.
+
+``base_url`` may hold ``${VAR}`` or ``${VAR:-default}``; it is expanded only when a client is
+made, so the spec (and any manifest written from it) keeps the template. The API key is never
+part of a spec: only the name of the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gama_utils import paths
+from gama_utils.llm.errors import ConfigError
+
+REGISTRY_PATH = paths.CONFIGS / "models.yaml"
+INLINE_PREFIX = "openai-compatible:"
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ModelSpec(BaseModel):
+    """Everything needed to call one model, except the API key itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alias: str
+    provider: str = "openai-compatible"
+    client: Literal["openai", "azure", "sim"] = "openai"
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    key_required: bool = True
+    api_version: str | None = None
+    endpoint: Literal["chat", "completions"] = "chat"
+    thinking: bool | None = None
+    decoding: dict[str, Any] = Field(default_factory=dict)
+    rpm: float | None = None
+    tpm: float | None = None
+    max_concurrency: int | None = None
+    timeout_s: float = 600.0
+    transport: Literal["aiohttp", "sdk"] | None = None
+    price_input_per_m: float | None = None
+    price_output_per_m: float | None = None
+    paper_name: str | None = None
+    simulated: bool = False
+    roles: tuple[str, ...] = ("target",)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if self.client == "sim":
+            object.__setattr__(self, "simulated", True)
+        elif self.simulated:
+            raise ValueError(f"{self.alias}: simulated=true needs client 'sim', not {self.client!r}")
+        if self.client != "sim" and not self.model:
+            raise ValueError(f"{self.alias}: field 'model' (the API model name) is empty")
+        if self.client == "azure" and not self.api_version:
+            raise ValueError(f"{self.alias}: client 'azure' needs 'api_version'")
+        template_kwargs = self.extra.get("chat_template_kwargs")
+        if self.thinking is not None and isinstance(template_kwargs, dict) and "enable_thinking" in template_kwargs \
+                and template_kwargs["enable_thinking"] != self.thinking:
+            extra = {**self.extra, "chat_template_kwargs": {**template_kwargs, "enable_thinking": self.thinking}}
+            object.__setattr__(self, "extra", extra)
+        return self
+
+    @property
+    def transport_kind(self) -> str:
+        """The HTTP path used: 'aiohttp' (fast, default for OpenAI-compatible) or 'sdk' (openai package)."""
+        return self.transport or ("sdk" if self.client == "azure" else "aiohttp")
+
+    def resolved_base_url(self) -> str:
+        """The base URL with ${VAR} references expanded; ConfigError if a variable is unset."""
+        if not self.base_url:
+            if self.client == "openai":
+                return "https://api.openai.com/v1"
+            raise ConfigError(f"{self.alias}: no base_url")
+        return _expand(self.base_url, self.alias, "base_url").rstrip("/")
+
+    def resolved_api_version(self) -> str | None:
+        """The Azure API version with ${VAR} references expanded."""
+        return _expand(self.api_version, self.alias, "api_version") if self.api_version else None
+
+    def api_key(self) -> str | None:
+        """The API key from the environment (read at client creation only; never stored)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def public_dict(self) -> dict[str, Any]:
+        """The spec as a dict safe to write to a manifest (base URL without credentials or query)."""
+        data = self.model_dump(mode="json")
+        data["base_url"] = redact_url(self.base_url) if self.base_url else None
+        return data
+
+
+def _expand(text: str, alias: str, field: str) -> str:
+    missing: list[str] = []
+
+    def sub(m: re.Match) -> str:
+        value = os.environ.get(m.group(1))
+        if value:
+            return value
+        if m.group(2) is not None:
+            return m.group(2)
+        missing.append(m.group(1))
+        return ""
+
+    expanded = _ENV_REF.sub(sub, text)
+    if missing:
+        raise ConfigError(f"{alias}: {field} needs environment variable {missing[0]}, which is not set")
+    return expanded
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password@ and query string, the parts that can carry secrets."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}" if parts.scheme else url.split("?")[0]
+
+
+def estimate_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float | None:
+    """USD for that many tokens at the registry's prices (half for the Batch API); None if unknown."""
+    if spec.simulated:
+        return 0.0
+    if spec.price_input_per_m is None or spec.price_output_per_m is None:
+        return None
+    cost = (input_tokens * spec.price_input_per_m + output_tokens * spec.price_output_per_m) / 1e6
+    return cost / 2 if batch else cost
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> dict[str, ModelSpec]:
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    entries = raw.get("models", raw)
+    registry, problems = {}, []
+    for alias, fields in entries.items():
+        try:
+            registry[alias] = ModelSpec(alias=alias, **(fields or {}))
+        except ValidationError as exc:
+            problems += [f"{path}: model {alias!r}, field {'.'.join(map(str, e['loc'])) or '-'}: {e['msg']}"
+                         for e in exc.errors()]
+    if problems:
+        raise ConfigError(problems)
+    return registry
+
+
+def load_registry(path: str | os.PathLike | None = None) -> dict[str, ModelSpec]:
+    """Read the registry YAML (default configs/models.yaml) into alias → ModelSpec."""
+    p = paths.resolve(path) if path else REGISTRY_PATH
+    if not p.exists():
+        raise ConfigError(f"model registry {p} does not exist")
+    return dict(_load(str(p), p.stat().st_mtime))
+
+
+def _inline_from_string(text: str) -> dict[str, Any]:
+    body = text[len(INLINE_PREFIX):]
+    if "#" not in body:
+        raise ConfigError(f"inline model {text!r}: expected 'openai-compatible:<base_url>#<model>'")
+    base_url, rest = body.split("#", 1)
+    model, *options = rest.split("&")
+    spec: dict[str, Any] = {"base_url": base_url, "model": model}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep:
+            raise ConfigError(f"inline model {text!r}: option {option!r} is not field=value")
+        spec[key] = yaml.safe_load(value) if value else None
+    return spec
+
+
+def resolve_model(model: str | dict[str, Any] | ModelSpec, registry: dict[str, ModelSpec] | None = None) -> ModelSpec:
+    """Turn an alias, inline string, dict or ModelSpec into a ModelSpec (see module docstring)."""
+    if isinstance(model, ModelSpec):
+        return model
+    if isinstance(model, str):
+        text = model.strip()
+        if text.startswith("{"):
+            return resolve_model(json.loads(text), registry)
+        if text.startswith(INLINE_PREFIX):
+            return resolve_model(_inline_from_string(text), registry)
+        registry = registry if registry is not None else load_registry()
+        if text not in registry:
+            close = [a for a in registry if text.lower() in a.lower() or a.lower() in text.lower()][:5]
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"unknown model alias {text!r} (not in the registry{hint}); for a server not in "
+                              f"the registry use 'openai-compatible:<base_url>#<model>' or a dict with "
+                              f"base_url and model")
+        return registry[text]
+    if isinstance(model, dict):
+        fields = dict(model)
+        inline = "base_url" in fields and "model" in fields
+        if "alias" in fields and (not inline or fields["alias"] in (registry if registry is not None
+                                                                     else load_registry())):
+            base = resolve_model(fields.pop("alias"), registry)
+            try:
+                return ModelSpec(**{**base.model_dump(), **fields})
+            except ValidationError as exc:
+                raise ConfigError([f"model {base.alias!r} override, field {e['loc'][0]}: {e['msg']}"
+                                   for e in exc.errors()]) from None
+        if not fields.get("base_url") or not fields.get("model"):
+            raise ConfigError(f"inline model {model!r}: needs both 'base_url' and 'model' (or an 'alias')")
+        fields.setdefault("alias", f"{INLINE_PREFIX}{fields['model']}")
+        fields.setdefault("paper_name", fields["model"])
+        try:
+            return ModelSpec(**fields)
+        except ValidationError as exc:
+            raise ConfigError([f"inline model {fields['alias']!r}, field {'.'.join(map(str, e['loc'])) or '-'}: "
+                               f"{e['msg']}" for e in exc.errors()]) from None
+    raise ConfigError(f"cannot read a model from {type(model).__name__}: {model!r}")
+
+
+def _probe(host: str, port: int, timeout: float) -> str | None:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def check_ready(specs: list[str | dict | ModelSpec] | str | dict | ModelSpec, *, probe_timeout: float = 3.0,
+                registry: dict[str, ModelSpec] | None = None) -> list[ModelSpec]:
+    """Raise ConfigError listing every problem at once (alias, key variable, base URL); else return the specs.
+
+    The base URL is probed with a TCP connection (no request is sent). Sim specs are always ready.
+    """
+    if isinstance(specs, (str, dict, ModelSpec)):
+        specs = [specs]
+    problems: list[str] = []
+    resolved: list[ModelSpec] = []
+    targets: dict[tuple[str, int], list[str]] = {}
+    for item in specs:
+        try:
+            spec = resolve_model(item, registry)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        resolved.append(spec)
+        if spec.client == "sim":
+            continue
+        if spec.api_key_env and spec.key_required and not os.environ.get(spec.api_key_env):
+            problems.append(f"{spec.alias}: environment variable {spec.api_key_env} (its API key) is not set")
+        elif not spec.api_key_env and spec.client == "azure":
+            problems.append(f"{spec.alias}: client 'azure' needs api_key_env")
+        try:
+            spec.resolved_api_version()
+        except ConfigError as exc:
+            problems += exc.problems
+        try:
+            url = urlsplit(spec.resolved_base_url())
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        if url.scheme not in ("http", "https") or not url.hostname:
+            problems.append(f"{spec.alias}: base_url {redact_url(spec.base_url or '')!r} is not an http(s) URL")
+            continue
+        port = url.port or (443 if url.scheme == "https" else 80)
+        targets.setdefault((url.hostname, port), []).append(spec.alias)
+    if targets:
+        with ThreadPoolExecutor(max_workers=min(16, len(targets))) as pool:
+            outcomes = list(pool.map(lambda hp: _probe(hp[0], hp[1], probe_timeout), targets))
+        for (host, port), outcome in zip(targets, outcomes):
+            if outcome:
+                problems.append(f"{', '.join(targets[(host, port)])}: base URL host {host}:{port} is unreachable "
+                                f"({outcome})")
+    if problems:
+        raise ConfigError(problems)
+    return resolved

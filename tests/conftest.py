@@ -1,0 +1,54 @@
+"""Shared fixtures: a local OpenAI-compatible server (`fake_openai`) and throwaway output folders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_openai import FakeOpenAI
+
+FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
+FAKE_KEY = "sk-fake-SENTINEL-7f3c9a2e41d84b6f"
+
+
+@pytest.fixture(scope="session")
+def _fake_openai_server():
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(_fake_openai_server, monkeypatch):
+    """A started FakeOpenAI (reset for this test): .base_url, counters, .enqueue(...) / .configure(...) faults.
+
+    The environment variable FAKE_OPENAI_KEY holds the key the server expects; `fake_openai.spec(...)`
+    gives an inline ModelSpec for it.
+    """
+    server = _fake_openai_server.reset(api_key=FAKE_KEY)
+    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY)
+
+    def spec(**fields):
+        from gama_utils import llm
+
+        return llm.resolve_model({"base_url": server.base_url, "model": "fake-model", "api_key_env": FAKE_KEY_ENV,
+                                  "alias": "fake", "timeout_s": 10.0, **fields})
+
+    server.spec = spec
+    yield server
+    server.reset()
+
+
+@pytest.fixture
+def outputs(tmp_path, monkeypatch):
+    """A temporary outputs/ folder (GAMA_OUTPUTS is read by gama_utils.paths at import, so patch CACHE too)."""
+    from gama_utils import paths
+
+    monkeypatch.setattr(paths, "OUTPUTS", tmp_path / "outputs")
+    monkeypatch.setattr(paths, "CACHE", tmp_path / "outputs" / "cache")
+    monkeypatch.setattr(paths, "RUNS", tmp_path / "outputs" / "runs")
+    return tmp_path / "outputs"

@@ -1,0 +1,228 @@
+"""The async client against the local fake server: retries, limits, budget, stops, backends, secrecy."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gama_utils import llm
+from gama_utils.llm import client as llm_client
+
+FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
+
+
+def ask(spec, n, prefix="q"):
+    return [llm.Request(spec, [{"role": "user", "content": f"{prefix} {i}"}], tag={"i": i}) for i in range(n)]
+
+
+def test_results_in_order_with_usage_and_latency(fake_openai, outputs):
+    fake_openai.configure(latency=0.05)
+    results = llm.run(ask(fake_openai.spec(), 12), **FAST)
+    assert [r.text for r in results] == [f"Answer to: q {i}" for i in range(12)]
+    assert [r.tag["i"] for r in results] == list(range(12))
+    for r in results:
+        assert r.finish_reason == "stop" and r.input_tokens > 0 and r.output_tokens > 0
+        assert r.latency_s >= 0.05 and not r.cached and r.error is None and r.attempts == 1
+    assert fake_openai.received == 12 and fake_openai.auth_headers_seen == 12
+
+
+def test_transient_faults_are_retried_until_answered(fake_openai, outputs):
+    spec = fake_openai.spec(timeout_s=1.5)
+    fake_openai.configure(hang_s=4.0, retry_after=1.0)
+    fake_openai.enqueue("500", "503", "drop", "truncate", "malformed", "timeout")
+    results = llm.run(ask(spec, 1), **FAST)
+    assert results[0].text == "Answer to: q 0" and results[0].attempts == 7
+    assert fake_openai.received == 7 and results.stats["retries"] == 6
+    assert results.stats["transport_errors"] == 3 and results.stats["malformed"] == 1
+
+
+def test_429_waits_for_retry_after(fake_openai, outputs):
+    fake_openai.configure(retry_after=1.0)
+    fake_openai.enqueue("429")
+    result = llm.run(ask(fake_openai.spec(), 1), **FAST)[0]
+    assert result.ok and result.attempts == 2
+    first, second = fake_openai.arrivals
+    assert second - first >= 1.0                      # Retry-After: 1, never earlier
+
+
+def test_gives_up_after_max_attempts_and_the_run_goes_on(fake_openai, outputs):
+    fake_openai.fail_when("q 0", "500")
+    results = llm.run(ask(fake_openai.spec(max_concurrency=1), 3), max_attempts=3, **FAST)
+    assert results[0].error.startswith("gave up after 3 attempts: HTTP 500")
+    assert [r.ok for r in results[1:]] == [True, True]
+    assert fake_openai.received == 5
+
+
+def test_bad_request_is_recorded_not_retried(fake_openai, outputs):
+    fake_openai.enqueue("400")
+    results = llm.run(ask(fake_openai.spec(max_concurrency=1), 2), **FAST)
+    fake_openai.script.clear()
+    assert results[0].error.startswith("HTTP 400") and results[1].ok
+    assert fake_openai.received == 2
+    rerun = llm.run(ask(fake_openai.spec(max_concurrency=1), 2), **FAST)
+    assert rerun[0].ok and not rerun[0].cached and rerun[1].cached       # errors are not cached
+
+
+def test_exhausted_quota_stops_the_run_and_keeps_what_was_answered(fake_openai, outputs):
+    fake_openai.configure(quota_after=3)
+    with pytest.raises(llm.QuotaExhausted, match="quota or credit is exhausted") as caught:
+        llm.run(ask(fake_openai.spec(max_concurrency=1), 10), **FAST)
+    assert "3 answered" in str(caught.value)
+    assert fake_openai.received == 4                                     # the quota 429 is not retried
+    assert sum(r.ok for r in caught.value.results) == 3
+    assert len(llm.Cache()) == 3
+
+
+def test_rejected_key_stops_with_the_variable_name_not_the_key(fake_openai, outputs, monkeypatch):
+    monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-wrong-0123456789abcdef")
+    with pytest.raises(llm.ConfigError, match="FAKE_OPENAI_KEY") as caught:
+        llm.run(ask(fake_openai.spec(max_concurrency=1), 5), **FAST)
+    assert "sk-wrong" not in str(caught.value)
+    assert fake_openai.received == 1
+
+
+def test_budget_stops_before_overspending(fake_openai, outputs):
+    spec = fake_openai.spec(max_concurrency=2)
+    budget = llm.Budget(max_requests=5)
+    with pytest.raises(llm.BudgetExceeded, match="max_requests=5") as caught:
+        llm.run(ask(spec, 12), budget=budget, **FAST)
+    assert fake_openai.received == 5 and budget.requests == 5
+    assert sum(r.ok for r in caught.value.results) == 5 and len(llm.Cache()) == 5
+    results = llm.run(ask(spec, 12), budget=llm.Budget(max_requests=7), **FAST)
+    assert all(r.ok for r in results) and fake_openai.received == 12
+
+
+def test_token_budget_reserves_the_worst_case_of_the_next_request(fake_openai, outputs):
+    spec = fake_openai.spec(max_concurrency=1, decoding={"max_tokens": 100})
+    worst = llm.prepare(ask(spec, 1)[0]).est_tokens          # input estimate + max_tokens
+    used = (36 // 4 + 1) + (14 // 4 + 1)                      # fake server: len(messages JSON)/4+1, len(answer)/4+1
+    budget = llm.Budget(max_tokens=5 * used + worst)          # the 7th request could overspend after 6 answers
+    with pytest.raises(llm.BudgetExceeded, match="max_tokens"):
+        llm.run(ask(spec, 10), budget=budget, **FAST)
+    assert fake_openai.received == 6
+    assert budget.tokens == 6 * used and budget.reserved_tokens == 0
+
+
+def test_concurrency_is_bounded_per_model(fake_openai, outputs):
+    fake_openai.configure(latency=0.15)
+    llm.run(ask(fake_openai.spec(), 24), concurrency=4, **FAST)
+    assert 3 <= fake_openai.max_in_flight <= 4                      # without the bound: up to 24 at once
+
+
+def test_rate_limiter_spaces_requests(fake_openai, outputs):
+    llm.run(ask(fake_openai.spec(), 11), rpm=600, **FAST)          # 10 per second -> 10 gaps of 0.1 s
+    arrivals = fake_openai.arrivals
+    assert arrivals[-1] - arrivals[0] >= 0.8                       # unlimited: all 11 within milliseconds
+    tokens = fake_openai.spec(decoding={"max_tokens": 50})
+    cost = llm.prepare(ask(tokens, 1, "t")[0]).est_tokens
+    fake_openai.reset(api_key=fake_openai.config["api_key"])
+    llm.run(ask(tokens, 4, "t"), tpm=cost * 60 * 4, **FAST)        # 4 requests' worth per second
+    assert fake_openai.arrivals[-1] - fake_openai.arrivals[0] >= 0.6
+
+
+def test_server_limit_is_met_with_few_429s_when_configured(fake_openai, outputs):
+    fake_openai.configure(rpm=1200, retry_after=1.0)                 # 20 per second, burst 20
+    results = llm.run(ask(fake_openai.spec(), 40), rpm=1200, concurrency=16, **FAST)
+    assert all(r.ok for r in results)
+    assert fake_openai.statuses[429] <= 2
+
+
+def test_adaptive_concurrency_cuts_on_frequent_429s_and_grows_back():
+    limit = llm.ConcurrencyLimit(16, adaptive=True, decrease=0.5, cooldown_s=0.0, window=20, threshold=0.15)
+    for _ in range(18):
+        limit.on_success()
+    limit.on_rate_limited()                                           # 1 of 19: noise, retried only
+    assert limit.limit == 16 and limit.cuts == 0
+    limit.on_rate_limited()
+    limit.on_rate_limited()                                           # 3 of 20 = 15%: cut
+    assert limit.limit == 8 and limit.cuts == 1
+    for _ in range(3):
+        limit.on_rate_limited()                                       # a fresh window needs 15% of 10 = 1.5
+    assert limit.limit == 4 and limit.cuts == 2
+    for _ in range(4):
+        limit.on_success()
+    assert limit.limit == 5                                           # +1 after `limit` answers in a row
+    fixed = llm.ConcurrencyLimit(16)
+    for _ in range(10):
+        fixed.on_rate_limited()
+    assert fixed.limit == 16
+
+
+def test_adaptive_concurrency_backs_off_an_overloaded_server(fake_openai, outputs):
+    fake_openai.configure(rpm=600, retry_after=1.0, latency=0.1)     # 10 per second; 16 in flight is too many
+    results = llm.run(ask(fake_openai.spec(), 40), concurrency=16, **FAST)
+    assert all(r.ok for r in results)
+    assert results.stats["concurrency_cuts"] >= 1 and results.stats["rate_limited"] >= 1
+
+
+def test_identical_requests_are_sent_once(fake_openai, outputs):
+    spec = fake_openai.spec()
+    requests = ask(spec, 3) + ask(spec, 3)
+    results = llm.run(requests, **FAST)
+    assert fake_openai.received == 3
+    assert [r.text for r in results[:3]] == [r.text for r in results[3:]]
+    assert [r.tag["i"] for r in results] == [0, 1, 2, 0, 1, 2]
+
+
+def test_run_works_inside_a_running_event_loop(fake_openai, outputs):
+    async def notebook_cell():
+        return llm.run(ask(fake_openai.spec(), 3), **FAST)
+
+    results = asyncio.run(notebook_cell())
+    assert [r.text for r in results] == ["Answer to: q 0", "Answer to: q 1", "Answer to: q 2"]
+
+
+def test_azure_through_the_sdk_and_aiohttp(fake_openai, outputs):
+    azure = llm.resolve_model({"alias": "az", "client": "azure", "base_url": fake_openai.azure_endpoint,
+                               "model": "my-deployment", "api_key_env": "FAKE_OPENAI_KEY",
+                               "api_version": "2025-04-01-preview"})
+    assert azure.transport_kind == "sdk"
+    for spec in (azure, azure.model_copy(update={"transport": "aiohttp"})):
+        result = llm.run(ask(spec, 1, spec.transport_kind), cache=False, **FAST)[0]
+        assert result.text == f"Answer to: {spec.transport_kind} 0"
+    assert fake_openai.models["my-deployment"] == 2 and fake_openai.auth_headers_seen == 2
+
+
+def test_openai_sdk_transport_retries_the_same_way(fake_openai, outputs):
+    spec = fake_openai.spec(transport="sdk")
+    fake_openai.enqueue("500", "malformed")
+    result = llm.run(ask(spec, 1), **FAST)[0]
+    assert result.ok and result.attempts == 3
+
+
+def test_local_backend_bypasses_network_and_cache(fake_openai, outputs, monkeypatch):
+    calls = []
+
+    def backend(spec, request):
+        calls.append(spec.paper_name)
+        return f"simulated answer {request.sample}"
+
+    monkeypatch.setitem(llm_client._BACKENDS, "sim", backend)
+    spec = llm.resolve_model("sim/GPT-5.4")
+    requests = [llm.Request(spec, [{"role": "user", "content": f"scenario {i % 50}"}], sample=i) for i in range(50_000)]
+    started = time.process_time()
+    results = llm.run(requests, progress=False)
+    overhead = time.process_time() - started
+    assert len(results) == 50_000 and results[7].text == "simulated answer 7"
+    assert all(r.simulated and not r.cached for r in results[:100])
+    assert len(set(calls)) == 1 and calls[0] == "GPT-5.4"
+    assert fake_openai.received == 0 and not (outputs / "cache" / "responses.sqlite").exists() or len(llm.Cache()) == 0
+    assert overhead < 60          # "a few seconds" is the target; the bound only guards against per-call asyncio
+
+
+def test_api_key_is_written_nowhere(fake_openai, outputs, tmp_path):
+    from conftest import FAKE_KEY
+
+    spec = fake_openai.spec()
+    fake_openai.enqueue("429", "500", "400")
+    fake_openai.configure(retry_after=1.0)
+    results = llm.run(ask(spec, 6), **FAST)
+    llm.batch.run_batch(ask(spec, 4, "batch"), cache=llm.Cache(), poll_s=0.05, progress=False)
+    assert any(r.error for r in results)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "responses.sqlite" for p in files) and any(p.suffix == ".jsonl" for p in files)
+    for path in files:
+        assert FAKE_KEY.encode() not in path.read_bytes(), path
+    assert all(FAKE_KEY not in (r.error or "") for r in results)
