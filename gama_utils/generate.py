@@ -1,0 +1,300 @@
+"""Generation of gender-neutral scenario skeletons from the condition grid (paper §3.2, Fig 5, Fig 19).
+
+Every cell of the condition grid asks for `n` candidates (by default as many as the template
+bank holds in that cell). Candidate slots are dealt to the generator models round-robin over
+the whole grid, so each model writes about the same share of every track and severity; one
+request per cell × generator asks for that model's slots at once. Answers are the generator
+prompt's JSON, read with pydantic; an unreadable answer is asked again (next sample index) and
+what stays unreadable is reported, never silently dropped.
+
+candidates (01_generate → 02_review), one row per skeleton:
+    candidate_id ("<dimension>-<severity>-<style>-NN", NN = slot in the cell from 01), cell_id,
+    track, dimension, severity, style, generator (registry alias), generator_model (the underlying
+    model, `model_identity`: what "not reviewed by its generator" compares), setting, skeleton,
+    relationship (intimate: partner/dating/spouse when the generator names one, else None),
+    lang, source_template_id (the bank template a simulated generator replayed, else None),
+    simulated (bool)
+problems, one row per shortfall or unreadable answer: cell_id, generator, candidate_ids, problem
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Callable, Literal, Optional, Sequence
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from . import grid, llm
+from .llm.registry import INLINE_PREFIX
+from .mirror import normalise_relationship
+from .paths import TEMPLATES, resolve
+from .prompts import render_prompt
+
+CANDIDATE_COLUMNS = ("candidate_id", "cell_id", "track", "dimension", "severity", "style", "generator",
+                     "generator_model", "setting",
+                     "skeleton", "relationship", "lang", "source_template_id", "simulated")
+PROBLEM_COLUMNS = ("cell_id", "generator", "candidate_ids", "problem")
+DEFAULT_GENERATORS = ("sim/GPT-5.4", "sim/Gemini-3-Pro", "sim/Qwen3.5")
+DEFAULT_REASK = 2
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?|\n?\s*```\s*$")
+
+
+class AnswerError(ValueError):
+    """A model's answer cannot be read; the message names the candidate and the field."""
+
+
+# --- reading answers ------------------------------------------------------------------------------
+
+def strip_fences(text: str) -> str:
+    """The answer without a surrounding ```json … ``` fence."""
+    return _FENCE.sub("", text.strip()).strip()
+
+
+def json_answer(text: str | None, where: str) -> dict:
+    """The JSON object in a model's answer (fences and chatter around the braces tolerated)."""
+    body = strip_fences(text or "")
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        raise AnswerError(f"{where}: the answer holds no JSON object (starts {body[:60]!r})")
+    try:
+        value = json.loads(body[start:end + 1])
+    except json.JSONDecodeError as err:
+        raise AnswerError(f"{where}: the answer is not valid JSON ({err.msg} at character {err.pos})") from None
+    if not isinstance(value, dict):
+        raise AnswerError(f"{where}: the answer is JSON but not an object")
+    return value
+
+
+def validation_problems(err: ValidationError, name_item: Callable[[tuple], str] = lambda loc: "") -> str:
+    """A pydantic error as 'field a.b: message' parts, each prefixed by the item its location names."""
+    parts = []
+    for e in err.errors():
+        loc = tuple(e["loc"])
+        field = ".".join(map(str, loc)) or "(answer)"
+        parts.append(f"{name_item(loc)}field {field}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def ask(requests: Sequence[llm.Request], parse: Callable[[llm.Result, int], object], *, reask: int = DEFAULT_REASK,
+        cache=None, progress: bool = True, desc: str = "") -> list[tuple[llm.Result, object, str | None]]:
+    """Run requests; re-ask those whose answer `parse` rejects (next sample index), up to `reask` times.
+
+    Returns (result, parsed or None, error or None) per request, in order. A failed request
+    (the llm layer already retried it) is reported, not re-asked.
+    """
+    current = list(requests)
+    outcomes: list = [None] * len(current)
+    todo, round_ = list(range(len(current))), 0
+    while todo:
+        results = llm.run([current[i] for i in todo], cache=cache, progress=progress,
+                          desc=desc if round_ == 0 else f"{desc} (re-ask {round_})")
+        again = []
+        for i, result in zip(todo, results):
+            if result.error:
+                outcomes[i] = (result, None, f"request failed: {result.error}")
+                continue
+            try:
+                outcomes[i] = (result, parse(result, i), None)
+            except AnswerError as err:
+                outcomes[i] = (result, None, str(err))
+                if round_ < reask:
+                    current[i] = dataclasses.replace(current[i], sample=current[i].sample + 1)
+                    again.append(i)
+        todo, round_ = again, round_ + 1
+    return outcomes
+
+
+def model_alias(model: str | dict | llm.ModelSpec) -> str:
+    """The alias a model is recorded under in stage frames."""
+    return llm.resolve_model(model).alias
+
+
+def model_identity(model: str | dict | llm.ModelSpec) -> str:
+    """The underlying model of an alias (paper name, else API model name), so aliases of one model compare equal.
+
+    A recorded alias of an inline model ("openai-compatible:<model>") is read as that model.
+    """
+    try:
+        spec = llm.resolve_model(model)
+    except llm.ConfigError:
+        return str(model).removeprefix(INLINE_PREFIX).strip().lower()
+    return (spec.paper_name or spec.model or spec.alias).strip().lower()
+
+
+# --- the generator's answer -----------------------------------------------------------------------
+
+class Skeleton(BaseModel):
+    """One skeleton of the generator prompt's answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    setting: str = ""
+    skeleton: str = Field(min_length=20)
+    relationship: Optional[Literal["partner", "dating", "spouse"]] = None
+    lang: Literal["en", "zh"] = "en"
+    source_template_id: Optional[str] = None
+
+    @field_validator("relationship", mode="before")
+    @classmethod
+    def _relationship(cls, value):
+        return normalise_relationship(str(value).strip().lower()) if value not in (None, "") else None
+
+
+class GeneratorAnswer(BaseModel):
+    """The generator prompt's answer: {"skeletons": [...]}."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    skeletons: list[Skeleton] = Field(min_length=1)
+
+
+def parse_skeletons(text: str | None, candidate_ids: Sequence[str], generator: str = "") -> list[Skeleton]:
+    """The skeletons of one generator answer; errors name the candidate (by slot) and the field."""
+    who = f" ({generator})" if generator else ""
+    where = f"candidate(s) {', '.join(candidate_ids)}{who}"
+
+    def item(loc: tuple) -> str:
+        if len(loc) > 1 and loc[0] == "skeletons" and isinstance(loc[1], int):
+            name = candidate_ids[loc[1]] if loc[1] < len(candidate_ids) else f"extra skeleton {loc[1] + 1}"
+            return f"candidate {name}{who}: "
+        return f"{where}: "
+
+    data = json_answer(text, where)
+    try:
+        return GeneratorAnswer.model_validate(data).skeletons
+    except ValidationError as err:
+        raise AnswerError(validation_problems(err, item)) from None
+
+
+# --- planning and running -------------------------------------------------------------------------
+
+def bank_counts(templates: str | Path | None = None) -> pd.Series:
+    """Templates per cell_id in the bank (0 for empty cells)."""
+    from .templates import load_templates
+
+    bank = load_templates(templates)
+    counts = (bank["dimension"] + "/" + bank["severity"] + "/" + bank["style"]).value_counts()
+    return counts.reindex(grid.condition_grid()["cell_id"], fill_value=0)
+
+
+def plan(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n_per_cell: int | None = None,
+         templates: str | Path | None = None) -> pd.DataFrame:
+    """One row per candidate slot of the grid, with its generator (round-robin over the whole grid).
+
+    n_per_cell None asks, in each cell, for as many candidates as the template bank holds there.
+    Columns: candidate_id, cell_id, slot, track, dimension, dimension_name, severity, style, generator.
+    """
+    aliases = [model_alias(g) for g in generators]
+    if not aliases:
+        raise ValueError("no generator models given")
+    if n_per_cell is not None and n_per_cell < 1:
+        raise ValueError(f"n_per_cell must be a positive number or None, not {n_per_cell!r}")
+    cells = grid.condition_grid()
+    wanted = bank_counts(templates) if n_per_cell is None else pd.Series(n_per_cell, index=cells["cell_id"])
+    rows, dealt = [], 0
+    for cell in cells.itertuples(index=False):
+        for slot in range(int(wanted[cell.cell_id])):
+            rows.append({"candidate_id": f"{cell.dimension}-{cell.severity}-{cell.style}-{slot + 1:02d}",
+                         "cell_id": cell.cell_id, "slot": slot, "track": cell.track, "dimension": cell.dimension,
+                         "dimension_name": cell.dimension_name, "severity": cell.severity, "style": cell.style,
+                         "generator": aliases[dealt % len(aliases)]})
+            dealt += 1
+    if not rows:
+        raise ValueError(f"no candidate to ask for: n_per_cell is None and the template bank "
+                         f"{resolve(templates) if templates is not None else TEMPLATES} holds no template")
+    return pd.DataFrame(rows, columns=["candidate_id", "cell_id", "slot", "track", "dimension", "dimension_name",
+                                       "severity", "style", "generator"])
+
+
+def build_requests(slots: pd.DataFrame, templates: str | Path | None = None,
+                   models: dict[str, str | dict] | None = None) -> list[llm.Request]:
+    """One generator request per cell × generator, asking for that generator's slots of the cell.
+
+    `models` maps a recorded alias back to the model as given (needed for inline models).
+    """
+    models = models or {}
+    bank = str(resolve(templates) if templates is not None else TEMPLATES)
+    requests = []
+    for (cell_id, generator), group in slots.groupby(["cell_id", "generator"], sort=False):
+        first = group.iloc[0]
+        dim = grid.dimension(first["dimension"])
+        prompt = render_prompt("generator", track=dim.track, dimension_name=dim.name,
+                               dimension_description=dim.description, severity=first["severity"],
+                               severity_description=grid.SEVERITIES[first["severity"]], style=first["style"],
+                               style_description=grid.STYLES[first["style"]], n=len(group))
+        requests.append(llm.Request(models.get(generator, generator), messages=[{"role": "user", "content": prompt}],
+                                    tag={"role": "generator", "cell_id": cell_id, "generator": generator,
+                                         "slots": [int(s) for s in group["slot"]],
+                                         "candidate_ids": list(group["candidate_id"]), "bank": bank}))
+    return requests
+
+
+def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n_per_cell: int | None = None,
+                        templates: str | Path | None = None, *, reask: int = DEFAULT_REASK, cache=None,
+                        progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ask the generators for every slot of the grid; returns (candidates, problems) as documented above."""
+    slots = plan(generators, n_per_cell, templates)
+    requests = build_requests(slots, templates, {model_alias(g): g for g in generators})
+    identities = {model_alias(g): model_identity(g) for g in generators}
+    outcomes = ask(requests, lambda result, i: parse_skeletons(result.text, requests[i].tag["candidate_ids"],
+                                                                requests[i].tag["generator"]),
+                   reask=reask, cache=cache, progress=progress, desc="generate")
+    by_id = slots.set_index("candidate_id")
+    rows, problems = [], []
+    for request, (result, skeletons, error) in zip(requests, outcomes):
+        tag = request.tag
+        ids = tag["candidate_ids"]
+        if error:
+            problems.append({"cell_id": tag["cell_id"], "generator": tag["generator"], "candidate_ids": ids,
+                             "problem": error})
+            continue
+        if len(skeletons) != len(ids):
+            short = len(skeletons) < len(ids)
+            problems.append({"cell_id": tag["cell_id"], "generator": tag["generator"],
+                             "candidate_ids": ids[len(skeletons):] if short else ids,
+                             "problem": f"asked for {len(ids)} skeletons, got {len(skeletons)}"
+                                        + ("" if short else f"; kept the first {len(ids)}")})
+        for candidate_id, item in zip(ids, skeletons):
+            slot = by_id.loc[candidate_id]
+            rows.append({"candidate_id": candidate_id, "cell_id": tag["cell_id"], "track": slot["track"],
+                         "dimension": slot["dimension"], "severity": slot["severity"], "style": slot["style"],
+                         "generator": tag["generator"], "generator_model": identities[tag["generator"]],
+                         "setting": item.setting, "skeleton": item.skeleton,
+                         "relationship": item.relationship if slot["track"] == "intimate" else None,
+                         "lang": item.lang, "source_template_id": item.source_template_id,
+                         "simulated": bool(result.simulated)})
+    candidates = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
+    order = {cid: i for i, cid in enumerate(slots["candidate_id"])}
+    candidates = candidates.sort_values("candidate_id", key=lambda s: s.map(order)).reset_index(drop=True)
+    return candidates, pd.DataFrame(problems, columns=PROBLEM_COLUMNS)
+
+
+def grid_rows() -> pd.MultiIndex:
+    """(track, dimension, severity) in the grid's order: the rows of per-cell tables."""
+    cells = grid.condition_grid()[["track", "dimension", "severity"]].drop_duplicates()
+    return pd.MultiIndex.from_frame(cells)
+
+
+def per_cell(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Candidates per dimension × severity (rows, grid order) and style (columns), with totals."""
+    table = candidates.pivot_table(index=["track", "dimension", "severity"], columns="style", values="candidate_id",
+                                   aggfunc="count", fill_value=0)
+    table = table.reindex(index=grid_rows(), columns=list(grid.STYLES), fill_value=0)
+    table["total"] = table.sum(axis=1)
+    return table
+
+
+def per_generator(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Candidates per generator and track."""
+    return candidates.pivot_table(index="generator", columns="track", values="candidate_id", aggfunc="count",
+                                  fill_value=0).assign(total=lambda t: t.sum(axis=1))
+
+
+def cells_without_candidates(candidates: pd.DataFrame) -> list[str]:
+    """Cells of the grid that have no candidate."""
+    return sorted(set(grid.condition_grid()["cell_id"]) - set(candidates["cell_id"]))
+
