@@ -159,3 +159,48 @@ def reasoning_summary(responses: pd.DataFrame) -> pd.DataFrame:
         answers=("answer", "size"), with_reasoning=("has_reasoning", "mean"),
         mean_reasoning_chars=("reasoning_chars", lambda c: float(c[c > 0].mean()) if (c > 0).any() else 0.0),
         mean_answer_chars=("answer", lambda a: float(a.fillna("").str.len().mean()))).round(2)
+
+
+IMPORT_COLUMNS = ("pair_id", "model", "arm", "answer")
+
+
+def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bool = False) -> pd.DataFrame:
+    """Answers collected elsewhere (CSV or JSONL: pair_id, model, arm, answer [, sample, reasoning,
+    finish_reason]) as a responses frame joined to the benchmark's pairs, ready for 05_evaluate.
+
+    Errors name the file, row and field: unknown pair_id, unknown arm, a duplicated key, a missing column.
+    """
+    from .paths import resolve
+
+    file = resolve(path)
+    frame = pd.read_csv(file, dtype=str, keep_default_na=False) if file.suffix == ".csv" else \
+        pd.read_json(file, lines=True, dtype=False)
+    missing = [c for c in IMPORT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{file.name}: missing column(s) {missing}; needs {list(IMPORT_COLUMNS)}")
+    pairs = load_benchmark() if pairs is None else pairs
+    known = pairs.set_index("pair_id")
+    frame["sample"] = pd.to_numeric(frame["sample"]) if "sample" in frame.columns else 0
+    problems = []
+    for i, row in frame.iterrows():
+        if row.pair_id not in known.index:
+            problems.append(f"{file.name} row {i + 1}: pair_id {row.pair_id!r} is not in the benchmark")
+        if row.arm not in ARMS:
+            problems.append(f"{file.name} row {i + 1}: arm {row.arm!r} is not one of {list(ARMS)}")
+    duplicated = frame.duplicated(["model", "pair_id", "arm", "sample"], keep=False)
+    problems += [f"{file.name} row {i + 1}: duplicate of another row for model × pair × arm × sample"
+                 for i in frame.index[duplicated]]
+    if problems:
+        raise ValueError("; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else ""))
+    rows = []
+    for row in frame.itertuples(index=False):
+        pair = known.loc[row.pair_id]
+        prompt = pair[f"prompt_{row.arm}"]
+        rows.append({"pair_id": row.pair_id, **{c: pair[c] for c in ("track", "dimension", "severity", "style")},
+                     "model": row.model, "arm": row.arm, "sample": int(row.sample), "prompt": prompt,
+                     "prompt_hash": prompt_hash(prompt), "answer": row.answer,
+                     "reasoning": getattr(row, "reasoning", None) or None,
+                     "finish_reason": getattr(row, "finish_reason", None) or None, "input_tokens": None,
+                     "output_tokens": None, "latency_s": None, "error": None, "cached": False,
+                     "simulated": simulated})
+    return pd.DataFrame(rows, columns=[*RESPONSES, "cached"])

@@ -88,3 +88,24 @@ def test_interrupted_run_resumes_without_paying_twice_and_reasks_changed_prompts
     changed = respond.collect_responses(pairs, [spec], cache=cache, progress=False)
     assert fake_openai.stats()["answered"] == 13
     assert "twenty minutes" in changed.set_index(["pair_id", "arm"]).loc[("GB-0002", "male"), "answer"]
+
+
+def test_import_responses_joins_the_benchmark_and_names_bad_rows(tmp_path):
+    pairs = _pairs(3)
+    good = tmp_path / "answers.csv"
+    pd.DataFrame({"pair_id": ["GB-0000", "GB-0000", "GB-0002"], "model": ["my-model"] * 3,
+                  "arm": ["male", "female", "male"], "answer": ["You crossed a line.", "Understandable.", "ok"]}
+                 ).to_csv(good, index=False)
+    frame = respond.import_responses(str(good), pairs)
+    assert list(frame.columns[: len(RESPONSES)]) == list(RESPONSES) and len(frame) == 3
+    assert frame.prompt.iloc[1] == pairs.prompt_female.iloc[0] and (frame["sample"] == 0).all()
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"pair_id": ["GB-0000", "GB-9999", "GB-0001"], "model": ["m"] * 3,
+                  "arm": ["male", "male", "woman"], "answer": ["a", "b", "c"]}).to_csv(bad, index=False)
+    with pytest.raises(ValueError) as err:
+        respond.import_responses(str(bad), pairs)
+    assert "bad.csv row 2: pair_id 'GB-9999'" in str(err.value) and "row 3: arm 'woman'" in str(err.value)
+    missing = tmp_path / "missing.csv"
+    pd.DataFrame({"pair_id": ["GB-0000"], "arm": ["male"], "answer": ["a"]}).to_csv(missing, index=False)
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['model'\]"):
+        respond.import_responses(str(missing), pairs)
