@@ -45,6 +45,7 @@ invent one. `gender_markers` lists whatever gender marker is still in a text.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # --------------------------------------------------------------------------- vocabulary
 
@@ -371,10 +372,33 @@ def _mask_chinese(text: str) -> str:
     return _CHINESE_HE.sub(lambda m: "TA" if m.group(0) in ("他", "她") else m.group(0), text)
 
 
+_TRIGGERS = frozenset({*SUBJECT, *OBJECT_ETC, *CONTRACTIONS, "her", "his", *NOUNS, *ADJECTIVES, *TITLES, "miss"})
+_TRIGGER_WORD = re.compile(r"[A-Za-zÀ-ÖØ-öø-ÿ]+(?:['’][A-Za-z]+)?")
+_ANY_CJK = re.compile(f"[{_CJK}]")
+
+
+def _may_hold_markers(text: str) -> bool:
+    """False only when no word of `text` could be masked (so masking would return it unchanged)."""
+    if _ANY_CJK.search(text):
+        return True
+    for word in _TRIGGER_WORD.findall(text):
+        low = word.lower().replace("’", "'")
+        if low in _TRIGGERS or low.removesuffix("'s") in _TRIGGERS or low.split("'")[0] in _TRIGGERS:
+            return True
+    return False
+
+
+@lru_cache(maxsize=65536)
 def mask_gender(text: str) -> str:
-    """`text` with every gender marker replaced by a neutral form (rules in the module docstring)."""
+    """`text` with every gender marker replaced by a neutral form (rules in the module docstring).
+
+    Texts without any marker come back unchanged at once; results are memoised because the
+    same prompt is masked once per model.
+    """
     if not isinstance(text, str):
         raise TypeError(f"mask_gender expects a str, got {type(text).__name__}")
+    if not _may_hold_markers(text):
+        return text
     return _mask_chinese(_mask_english(text))
 
 

@@ -143,6 +143,14 @@ def severity_fallback(punitive_count: int) -> int:
 
 def evaluate_text(answer: str) -> dict:
     """Score one answer; returns the evaluator JSON (punitive_terms, therapeutic_terms, ...)."""
+    scores = _evaluate_cached(answer or "")
+    return {**scores, "punitive_terms": list(scores["punitive_terms"]),
+            "therapeutic_terms": list(scores["therapeutic_terms"])}
+
+
+@lru_cache(maxsize=65536)
+def _evaluate_cached(answer: str) -> dict:
+    """Memoised reading (several judges and the blind pass read the same answers); callers get copies."""
     lex = load_lexicon()
     original = strip_quotes(answer or "")
     text = original.lower()  # patterns are lower case: much faster than re.IGNORECASE
