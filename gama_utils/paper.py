@@ -98,7 +98,9 @@ def model_aliases(backend: str = "sim", models: tuple[str, ...] = MAIN_MODELS) -
         raise ValueError(f"unknown backend {backend!r}; expected 'sim' or 'api'")
     from .llm import load_registry
 
-    by_name = {spec.paper_name: alias for alias, spec in load_registry().items() if not spec.simulated}
+    # "@provider" variants first, so the paper's own entry (plain alias) overwrites them
+    entries = sorted(load_registry().items(), key=lambda item: "@" not in item[0])
+    by_name = {spec.paper_name: alias for alias, spec in entries if not spec.simulated}
     missing = [m for m in models if m not in by_name]
     if missing:
         raise KeyError(f"no registry entry with paper_name {missing} in configs/models.yaml")
