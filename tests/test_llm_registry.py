@@ -151,3 +151,15 @@ def test_public_dict_hides_url_credentials():
     public = spec.public_dict()
     assert public["base_url"] == "https://host.example/v1"
     assert "pw" not in json.dumps(public) and "abc" not in json.dumps(public)
+
+
+def test_run_reports_all_unknown_aliases_and_missing_keys_at_once(fake_openai, outputs, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    keyless = fake_openai.spec(api_key_env="NO_SUCH_KEY_VAR")
+    requests = [llm.Request(m, prompt="hi") for m in ("gpt-9", keyless, "claude-0", "gpt-9")]
+    with pytest.raises(llm.ConfigError) as caught:
+        llm.run(requests, progress=False)
+    assert len(caught.value.problems) == 3
+    assert "gpt-9" in caught.value.problems[0] and "claude-0" in caught.value.problems[1]
+    assert "NO_SUCH_KEY_VAR" in caught.value.problems[2]
+    assert fake_openai.received == 0

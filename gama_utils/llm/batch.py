@@ -232,6 +232,11 @@ def _collect(cache: Cache, row: dict[str, Any], spec: ModelSpec, items: dict[str
             report["answers"] += part["answers"]
             report["stored"] += part["stored"]
             report["errors"].update(part["errors"])
+    if batch.status != "completed":
+        answered = cache.get_many(items)
+        for (key,) in cache.connection().execute("SELECT key FROM batch_items WHERE batch_id = ?", (batch_id,)):
+            if key in items and key not in answered:
+                report["errors"].setdefault(key, f"batch {batch_id} ended {batch.status} without this answer")
     _update(cache, batch_id, ingested_at=time.time())
     bar.update(report["answers"])
     return report
@@ -248,6 +253,8 @@ def resume_pending(requests: Iterable[Request] | dict[str, Prepared], *, cache: 
     rows = [row for row in pending_batches(cache)
             if any(key in items for (key,) in conn.execute("SELECT key FROM batch_items WHERE batch_id = ?",
                                                             (row["batch_id"],)))]
+    if not rows:
+        return []
     specs = {(item.spec.provider, item.spec.model): item.spec for item in items.values()}
     reports = []
     with tqdm(total=sum(row["n_requests"] for row in rows), desc="batch", unit="req", disable=not progress) as bar:

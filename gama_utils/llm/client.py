@@ -1,15 +1,16 @@
 """Running requests: cache first, then async calls with limits, retries and a budget.
 
 `run(requests)` returns one Result per Request, in order. Per model it keeps at most
-`concurrency` requests in flight, spaces them to `rpm`/`tpm` when a limit is known (registry or
-parameter) and otherwise adapts the concurrency to 429s. A failed attempt is retried with
-exponential backoff and jitter (Retry-After honoured on 429/503): 408/409/425/429, 5xx,
-timeouts, dropped connections, truncated bodies and malformed JSON; after `max_attempts` the
-Result carries the error and the run goes on. A 429/402 saying the quota or credit is exhausted
-stops the run (QuotaExhausted), as do 401/403/404 (ConfigError: key or model name wrong), and a
-Budget stops it before overspending (BudgetExceeded). In every case the answers received so far are
-already in the cache (each is committed on arrival), so a rerun continues where the run stopped and
-pays for nothing twice. Identical requests within a run are sent once.
+`concurrency` requests in flight and spaces them to `rpm`/`tpm` when a limit is known (registry
+or parameter); otherwise the concurrency adapts to 429s (cut when they become frequent, grown back
+one slot at a time). A failed attempt is retried (tenacity) with exponential backoff and jitter,
+or after Retry-After when the server sends one: 408/409/425/429, 5xx, timeouts, dropped
+connections, truncated bodies and malformed JSON; after `max_attempts` the Result carries the
+error and the run goes on. A 429/402 saying the quota or credit is exhausted stops the run
+(QuotaExhausted), as do 401/403/404 (ConfigError: key or model name wrong), and a Budget stops it
+before overspending (BudgetExceeded). Answers are committed to the cache by a writer thread within
+milliseconds of arrival, so whatever stops the run (even SIGKILL) a rerun sends only what was
+never answered. Identical requests within a run are sent once.
 
 Models with a registered local backend (client 'sim') bypass the network, the event loop and the
 cache: they are called in a plain loop.
@@ -44,6 +45,7 @@ from gama_utils.llm.request import Prepared, Request, Result, prepare, read_comp
 from gama_utils.llm.transport import TransportFailure, make_transport
 
 DEFAULT_CONCURRENCY = 16
+_DEFAULT_CACHE = "default"  # outputs/cache/responses.sqlite, opened only if something must be sent
 NETWORK_CLIENTS = ("openai", "azure")
 Backend = Callable[[ModelSpec, Request], "Result | str"]
 _BACKENDS: dict[str, Backend] = {}
@@ -212,7 +214,7 @@ class _CacheWriter:
 
 
 class _Run:
-    def __init__(self, requests: Iterable[Request], *, cache: Cache | None, concurrency: int | None,
+    def __init__(self, requests: Iterable[Request], *, cache: Cache | str | None, concurrency: int | None,
                  rpm: float | None, tpm: float | None, budget: Budget | None, progress: bool, desc: str,
                  max_attempts: int, backoff_s: float, max_backoff_s: float,
                  registry: dict[str, ModelSpec] | None):
@@ -248,6 +250,7 @@ class _Run:
     def prepare(self) -> dict[str, Prepared]:
         """Resolve specs, answer local-backend requests, take cached answers; return what must be sent."""
         memo: dict[Any, ModelSpec] = {}
+        self._resolve_all(memo)
         pending: dict[str, Prepared] = {}
         for i, request in enumerate(self.requests):
             spec = self._spec(request.model, memo)
@@ -260,12 +263,38 @@ class _Run:
             else:
                 item.indices.append(i)
                 pending[item.key] = item
+        if self.cache is _DEFAULT_CACHE:
+            self.cache = Cache() if pending else None
         if pending and self.cache is not None:
             for key, hit in self.cache.get_many(pending).items():
                 item = pending.pop(key)
                 self._fill(item, hit, count="cached")
         self.stats["to_send"] = len(pending)
         return pending
+
+    def _resolve_all(self, memo: dict[Any, ModelSpec]) -> None:
+        """Resolve every distinct model first, so that all unknown aliases are reported in one error."""
+        problems: list[str] = []
+        seen: set[Any] = set()
+        resolved: dict[int, ModelSpec] = {}
+        for request in self.requests:
+            model = request.model
+            token = id(model) if isinstance(model, (ModelSpec, dict)) else model
+            if token in seen:
+                continue
+            seen.add(token)
+            try:
+                spec = self._spec(model, memo)
+                resolved[id(spec)] = spec
+            except ConfigError as exc:
+                problems += [p for p in exc.problems if p not in problems]
+        if problems:
+            network = [spec for spec in resolved.values() if spec.client in NETWORK_CLIENTS]
+            try:
+                check_ready(network, registry=self.registry)
+            except ConfigError as exc:
+                problems += exc.problems
+            raise ConfigError(problems)
 
     def _local(self, i: int, spec: ModelSpec, request: Request) -> None:
         backend = _backend(spec.client)
@@ -557,7 +586,7 @@ def _job(requests: Iterable[Request], cache: Cache | str | os.PathLike | None | 
          backoff_s: float = 1.0, max_backoff_s: float = 60.0,
          registry: dict[str, ModelSpec] | None = None) -> _Run:
     if cache is None or cache is True:
-        cache_obj: Cache | None = Cache()
+        cache_obj: Cache | str | None = _DEFAULT_CACHE
     elif cache is False:
         cache_obj = None
     else:
