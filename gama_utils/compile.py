@@ -450,8 +450,10 @@ def datasheet(pairs: pd.DataFrame, summary: dict) -> str:
         "",
         "## Limitations",
         "",
-        "English only. The templates were written for this project, not collected from real users, so their "
-        "settings and phrasing reflect their authors. The gender-cue lint checks words, names and titles; subtler "
+        "English only. The templates were written for this project in November 2026 by the project's "
+        "engineers, who are AI coding agents, each dimension's cells split among several authors with distinct "
+        "regions for their settings; they were not collected from real users, so their settings and phrasing "
+        "reflect their authors, and no human expert has screened them yet. The gender-cue lint checks words, names and titles; subtler "
         "stereotyped cues are left to review and screening.",
         "",
     ]

@@ -125,6 +125,11 @@ sir madam ma'am maam mister missus mr mrs ms
 actress waitress hostess stewardess landlady headmistress businessman businesswoman
 chairman chairwoman policeman policewoman fireman salesman saleswoman spokesman spokeswoman
 pregnant pregnancy
+fisherman fishermen middleman middlemen cameraman cameramen handyman handymen workman workmen foreman foremen
+doorman doormen repairman repairmen deliveryman deliverymen mailman mailmen postman postmen sportsman sportsmen
+craftsman craftsmen layman laymen boatman boatmen ferryman ferrymen watchman watchmen weatherman garbageman
+garbagemen congressman congresswoman councilman councilwoman alderman anchorman anchorwoman nobleman noblewoman
+horseman horsemen frontman salesmen spokesmen chairmen firemen policemen businessmen
 """.split())
 
 GENDERED_NAMES: frozenset[str] = frozenset("""
