@@ -146,6 +146,8 @@ def collect_artifacts(run: Path) -> list[Artifact]:
     files: dict[str, list[Path]] = {}
     for folder in ARTIFACT_FOLDERS:
         for path in sorted((run / folder).glob("*")) if (run / folder).is_dir() else []:
+            if folder == "benchmark" and path.suffix.lower() not in (".png", ".pdf"):
+                continue  # the benchmark's data files are data, not report artifacts
             if path.is_file() and not path.name.startswith("."):
                 files.setdefault(path.stem, []).append(path)
     section_of = {name: section for section, names in SECTIONS for name in names}
@@ -169,6 +171,12 @@ def table_markdown(path: Path) -> str:
         return pd.read_csv(path).to_markdown(index=False)
     text = path.read_text(encoding="utf-8")
     return (text.partition("\n\n")[2] if table_caption(path) else text).strip()
+
+
+def _evidence(reasons: list[str], shown: int = 3) -> str:
+    """The first few reasons a run counts as simulated, and how many more there are."""
+    more = len(reasons) - shown
+    return "; ".join(reasons[:shown]) + (f"; and {more} more" if more > 0 else "")
 
 
 def simulation_evidence(manifest: dict, tables: list[Path], notebooks: list[Path]) -> list[str]:
@@ -272,7 +280,7 @@ def render_markdown(run: Run, generated: str) -> str:
     """report.md: banner, run facts, contents, wall times, then every artifact in the paper's order."""
     lines = [f"# GAMA-Bench run report: {run.path.name}", ""]
     if run.simulated:
-        lines += [f"> **{BANNER}**", ">", "> Marked simulated by: " + "; ".join(run.simulated_because), ""]
+        lines += [f"> **{BANNER}**", ">", "> Marked simulated by: " + _evidence(run.simulated_because), ""]
     lines += [f"- **{label}:** {_md_inline(value)}" for label, value in run_facts(run, generated)] + [""]
     lines += ["## Contents", ""]
     for section, artifacts in _by_section(run.artifacts):
@@ -369,7 +377,7 @@ def render_html(run: Run, generated: str) -> str:
              f"<title>GAMA-Bench run report: {e(run.path.name)}</title>\n<style>{CSS}</style>\n</head>\n<body>"]
     if run.simulated:
         parts.append(f'<div class="banner" id="simulated-banner">{e(BANNER)}'
-                     f"<small>Marked simulated by: {e('; '.join(run.simulated_because))}</small></div>")
+                     f"<small>Marked simulated by: {e(_evidence(run.simulated_because))}</small></div>")
     parts.append(f"<h1>GAMA-Bench run report: {e(run.path.name)}</h1>")
     parts.append('<dl class="facts">' + "".join(f"<dt>{e(label)}</dt><dd>{e(value)}</dd>"
                                                 for label, value in run_facts(run, generated)) + "</dl>")

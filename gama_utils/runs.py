@@ -132,8 +132,14 @@ def load_profile(name: str) -> dict:
 
 
 def notebook_parameters(profile: dict, notebook: Path, run_path: Path) -> dict:
-    """Parameters for one notebook: the profile's common ones, its per-notebook ones, and run_dir."""
-    params = dict(profile.get("parameters") or {})
+    """Parameters for one notebook: the profile's common ones that it declares, its own ones, and run_dir.
+
+    Per-notebook parameters are passed as given, so a misspelt one still draws papermill's warning.
+    """
+    import papermill
+
+    declared = set(papermill.inspect_notebook(str(notebook)))
+    params = {k: v for k, v in (profile.get("parameters") or {}).items() if k in declared}
     params.update((profile.get("notebooks") or {}).get(notebook.stem, {}) or {})
     params["run_dir"] = str(run_path)
     return params
