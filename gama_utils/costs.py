@@ -75,3 +75,19 @@ def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
     if total.usd > max_usd:
         raise CostLimitExceeded(f"estimated cost ${total.usd:,.2f} is above max_usd=${max_usd:,.2f}; "
                                 "raise max_usd to proceed (nothing has been sent)")
+
+
+def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec,
+                          blind_modes: Sequence[bool] = (False,),
+                          evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
+    """Calls, tokens and USD of scoring existing responses with an evaluator (once per blind mode)."""
+    if evaluator == "lexicon":
+        return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "input_tokens": 0,
+                              "output_tokens": 0, "usd": 0.0, "priced": True, "simulated": False}])
+    spec = llm.resolve_model(evaluator)
+    overhead = _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
+    per_call = overhead + sum(_tokens(str(t)) for t in responses["prompt"]) / max(len(responses), 1) \
+        + sum(_tokens(str(t)) for t in responses["answer"].fillna("")) / max(len(responses), 1)
+    n = len(responses) * len(set(blind_modes))
+    frame = pd.DataFrame([_row(spec, "evaluate", n, n * per_call, n * evaluation_tokens)])
+    return frame

@@ -34,3 +34,15 @@ def test_a_run_above_max_usd_or_without_prices_is_stopped_before_sending():
     with pytest.raises(costs.CostLimitExceeded, match="no price"):
         costs.check_cost(unpriced, max_usd=100)
     costs.check_cost(unpriced, max_usd=None)
+
+
+def test_scoring_cost_counts_one_call_per_response_and_blind_mode():
+    responses = pd.DataFrame({"prompt": ["p" * 400] * 10, "answer": ["a" * 2800] * 10})
+    est = costs.estimate_scoring_cost(responses, "gemini-3-pro", blind_modes=[False, True])
+    spec = llm.resolve_model("gemini-3-pro")
+    overhead = len(costs.render_prompt("evaluator", scenario="", actor="the narrator, a person", response="")) / 4
+    row = est.iloc[0]
+    # 10 responses x 2 modes = 20 calls; each: prompt template + 100 (scenario) + 700 (answer) tokens in, 250 out
+    assert row.calls == 20 and row.input_tokens == int(20 * (overhead + 100 + 700)) and row.output_tokens == 5000
+    assert row.usd == pytest.approx(row.input_tokens / 1e6 * spec.price_input_per_m + 5000 / 1e6 * spec.price_output_per_m)
+    assert costs.estimate_scoring_cost(responses, "lexicon").usd.sum() == 0
