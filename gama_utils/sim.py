@@ -343,6 +343,7 @@ def _answer_request(spec, request):
     content = request.prompt if request.messages is None else request.messages[-1]["content"]
     name = spec.paper_name or spec.alias.removeprefix("sim/")
     if EVALUATOR_MARKER in content or tag.get("role") == "evaluator":
+        content = request.prompt if request.messages is None else request.messages[0]["content"]  # not a re-ask
         answer = content.split(EVALUATOR_MARKER, 1)[-1].split("<<<", 1)[-1].rsplit(">>>", 1)[0].strip()
         text = json.dumps(simulated_evaluation(answer, name, str(tag.get("key", ""))))
         return Result(key="", text=text, finish_reason="stop", input_tokens=len(content) // 4,
