@@ -154,6 +154,9 @@ kayla alexis lori jane ava mia chloe zoe lily ella kate jenny sue meg liz beth
 # Names that are also ordinary words are flagged only where they cannot be a sentence's first word.
 AMBIGUOUS_NAMES: frozenset[str] = frozenset("bill mark frank grace amber sue jack will joy rose june may art ray dawn faith hope".split())
 _TITLE = re.compile(r"\b(Miss|Lord)\b\.?(?=\s+[A-Z])")
+MONTH_NAMES = frozenset({"may", "june"})
+_DATE_BEFORE = re.compile(r"\b(in|last|this|next|early|late|mid|since|until|till|by|of|through|from|to)[\s-]+$", re.IGNORECASE)
+_DATE_AFTER = re.compile(r"^\s*\d")
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
 _PLACEHOLDER_LIKE = re.compile(r"\[[^\[\]\n]*\]")
 _BRACKET_CHAR = re.compile(r"[\[\]]")
@@ -208,9 +211,12 @@ def lint_template(text: str, track: str) -> list[str]:
         if stem in GENDERED_WORDS:
             problems.append(f"gendered word {word!r} outside a placeholder")
         elif word[0].isupper() and (stem in GENDERED_NAMES or stem in AMBIGUOUS_NAMES):
-            sentence_start = re.search(r"(^|[.!?:\n][\"'“‘(\s]*)\s*$", stripped[: match.start()]) is not None
-            if stem in GENDERED_NAMES and stem not in AMBIGUOUS_NAMES or not sentence_start:
-                problems.append(f"gendered first name {word!r}")
+            before, after = stripped[: match.start()], stripped[match.end():]
+            sentence_start = re.search(r"(^|[.!?:\n][\"'“‘(\s]*)\s*$", before) is not None
+            is_date = stem in MONTH_NAMES and (_DATE_BEFORE.search(before) or _DATE_AFTER.match(after))
+            if not is_date and (stem in GENDERED_NAMES and stem not in AMBIGUOUS_NAMES or not sentence_start):
+                problems.append(f"gendered first name {word!r} (a place or month of that name cannot be told "
+                                "apart from a person here; rephrase)")
     problems.extend(_agreement_problems(text))
 
     if len(_FIRST_PERSON.findall(stripped)) < 3:

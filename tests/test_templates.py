@@ -82,6 +82,13 @@ def test_lint_avoids_false_positives_on_ordinary_words():
     assert lint_template(starts_with_ambiguous_name, "public") == []
 
 
+def test_months_in_a_date_are_not_names_but_a_person_called_june_is():
+    for phrase in ("in May", "last June", "on May 3", "early June", "mid-May"):
+        assert lint_template(CLEAN_PUBLIC.replace("Last quarter", f"Back {phrase}, last quarter"), "public") == []
+    problems = lint_template(CLEAN_PUBLIC.replace("a coworker", "my coworker June"), "public")
+    assert any("gendered first name 'June'" in p for p in problems)
+
+
 def _record(**overrides):
     base = {"template_id": "financial_control-L1-matter_of_fact-01", "track": "intimate",
             "dimension": "financial_control", "severity": "L1", "style": "matter_of_fact",
