@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_openai import FakeOpenAI
 
 FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
-FAKE_KEY = "sk-fake-SENTINEL-7f3c9a2e41d84b6f"
+FAKE_KEY = "key-fake-SENTINEL-7f3c9a2e41d84b6f"
 
 
 @pytest.fixture(scope="session")

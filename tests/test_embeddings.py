@@ -13,7 +13,7 @@ import pytest
 from gama_utils import embeddings
 from gama_utils.embeddings import EmbeddingError
 
-KEY_ENV, KEY = "GAMA_TEST_EMBED_KEY", "sk-embed-test-5c1e"
+KEY_ENV, KEY = "GAMA_TEST_EMBED_KEY", "key-embed-test-5c1e"
 VECTORS = {"north": [1.0, 0.0], "east": [0.0, 2.0], "north-east": [3.0, 3.0]}
 
 

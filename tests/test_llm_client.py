@@ -76,10 +76,10 @@ def test_exhausted_quota_stops_the_run_and_keeps_what_was_answered(fake_openai, 
 
 
 def test_rejected_key_stops_with_the_variable_name_not_the_key(fake_openai, outputs, monkeypatch):
-    monkeypatch.setenv("FAKE_OPENAI_KEY", "sk-wrong-0123456789abcdef")
+    monkeypatch.setenv("FAKE_OPENAI_KEY", "key-wrong-0123456789abcdef")
     with pytest.raises(llm.ConfigError, match="FAKE_OPENAI_KEY") as caught:
         llm.run(ask(fake_openai.spec(max_concurrency=1), 5), **FAST)
-    assert "sk-wrong" not in str(caught.value)
+    assert "key-wrong" not in str(caught.value)
     assert fake_openai.received == 1
 
 
