@@ -111,20 +111,30 @@ def answer_status(responses: pd.DataFrame) -> pd.Series:
     return status
 
 
-def response_summary(responses: pd.DataFrame, wall_seconds: dict[str, float] | None = None) -> pd.DataFrame:
-    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), wall time."""
-    status = answer_status(responses)
-    frame = responses.assign(status=status)
+def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), mean latency.
+
+    The cost is None for a model the registry cannot price (an imported model name, an inline spec).
+    """
+    frame = responses.assign(status=answer_status(responses))
     rows = []
     for model, group in frame.groupby("model", sort=False):
-        spec = llm.resolve_model(model)
         tokens_in, tokens_out = int(group.input_tokens.fillna(0).sum()), int(group.output_tokens.fillna(0).sum())
         rows.append({"model": model, "n": len(group),
                      **{s: int((group.status == s).sum()) for s in ("failed", "empty", "truncated", "refused")},
                      "input_tokens": tokens_in, "output_tokens": tokens_out,
-                     "cost_usd": llm.estimate_cost(spec, tokens_in, tokens_out),
-                     "wall_s": (wall_seconds or {}).get(model), "simulated": bool(group.simulated.any())})
+                     "cost_usd": _cost(model, tokens_in, tokens_out),
+                     "mean_latency_s": round(float(group.latency_s.astype(float).mean()), 3)
+                     if group.latency_s.notna().any() else None,
+                     "simulated": bool(group.simulated.any())})
     return pd.DataFrame(rows)
+
+
+def _cost(model: str, tokens_in: int, tokens_out: int) -> float | None:
+    try:
+        return llm.estimate_cost(llm.resolve_model(model), tokens_in, tokens_out)
+    except ValueError:  # llm.ConfigError: not a registry alias
+        return None
 
 
 def side_by_side(responses: pd.DataFrame, n: int = 3, seed: int = 0) -> pd.DataFrame:

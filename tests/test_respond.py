@@ -109,3 +109,12 @@ def test_import_responses_joins_the_benchmark_and_names_bad_rows(tmp_path):
     pd.DataFrame({"pair_id": ["GB-0000"], "arm": ["male"], "answer": ["a"]}).to_csv(missing, index=False)
     with pytest.raises(ValueError, match=r"missing column\(s\) \['model'\]"):
         respond.import_responses(str(missing), pairs)
+
+
+def test_summary_counts_and_does_not_price_models_outside_the_registry():
+    out = respond.collect_responses(_pairs(3), ["sim/GPT-5.4"], progress=False)
+    imported = out.assign(model="my-own-model", answer=["", "I'm sorry, but I can't help with that."] + ["ok"] * 4)
+    summary = respond.response_summary(pd.concat([out, imported]))
+    mine = summary.set_index("model").loc["my-own-model"]
+    assert (mine["n"], mine["empty"], mine["refused"], mine["failed"]) == (6, 1, 1, 0) and pd.isna(mine["cost_usd"])
+    assert summary.set_index("model").loc["sim/GPT-5.4"].cost_usd == 0.0
