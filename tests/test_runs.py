@@ -1,0 +1,66 @@
+"""Run folders: atomic save/load, the manifest, profile parameters, and reproduce on a tiny notebook folder."""
+
+import json
+import stat
+
+import nbformat
+import pandas as pd
+import pytest
+
+from gama_utils import runs
+
+
+def test_save_and_load_round_trip_lists_and_missing_values(tmp_path):
+    frame = pd.DataFrame({"model": ["a", "b"], "terms": [["x", "y"], []], "error": [None, "HTTP 500"],
+                          "valid": [True, False]})
+    path = runs.save(frame, tmp_path, "evaluations")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644 and not list(tmp_path.glob(".*.tmp"))
+    back = runs.load(tmp_path, "evaluations")
+    assert back.terms.tolist() == [["x", "y"], []] and back.error.tolist() == [None, "HTTP 500"]
+    assert runs.load(tmp_path, "evaluations", model="b").valid.tolist() == [False]
+    with pytest.raises(ValueError, match="no rows with model == 'c'"):
+        runs.load(tmp_path, "evaluations", model="c")
+    with pytest.raises(FileNotFoundError, match="run the notebook that writes 'gaps'"):
+        runs.load(tmp_path, "gaps")
+
+
+def test_manifest_keeps_every_stage(tmp_path):
+    runs.update_manifest(tmp_path, "04_respond", backend="sim", n_pairs=3)
+    runs.update_manifest(tmp_path, "05_evaluate", evaluator="lexicon")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["stages"]["04_respond"]["n_pairs"] == 3 and manifest["stages"]["05_evaluate"]["evaluator"] == "lexicon"
+    assert manifest["packages"]["pandas"] == pd.__version__
+
+
+def test_profile_parameters_reach_only_the_notebooks_that_declare_them(tmp_path):
+    profile = {"parameters": {"backend": "sim", "max_usd": 5}, "notebooks": {"04_respond": {"limit": 3}}}
+    nb04 = runs.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path)
+    nb06 = runs.notebook_parameters(profile, runs.NOTEBOOKS / "06_analyze.ipynb", tmp_path)
+    assert nb04 == {"backend": "sim", "max_usd": 5, "limit": 3, "run_dir": str(tmp_path)}
+    assert nb06 == {"run_dir": str(tmp_path)}
+    assert runs._parse_override("max_usd=400") == ("max_usd", 400)
+    assert runs._parse_override("arms=[male, female, neutral]") == ("arms", ["male", "female", "neutral"])
+    with pytest.raises(FileNotFoundError, match="known profiles: .*offline"):
+        runs.load_profile("nope")
+
+
+def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monkeypatch):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("01_first", "02_second"):
+        nb = nbformat.v4.new_notebook()
+        params = nbformat.v4.new_code_cell('run_dir = "x"')
+        params.metadata["tags"] = ["parameters"]
+        nb.cells = [params, nbformat.v4.new_code_cell(
+            f"from pathlib import Path\nPath(run_dir, '{name}.done').write_text('ok')")]
+        nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    monkeypatch.setattr(runs, "NOTEBOOKS", folder)
+    monkeypatch.setattr(runs, "notebooks_in_order", lambda: sorted(folder.glob("[0-9][0-9]_*.ipynb")))
+    run = tmp_path / "run"
+    done = runs.reproduce("offline", str(run), report=False)
+    assert [row["notebook"] for row in done] == ["01_first", "02_second"]
+    assert (run / "01_first.done").exists() and (run / "notebooks" / "02_second.ipynb").exists()
+    runs.reproduce("offline", str(run), only=["02"], report=False)
+    timings = json.loads((run / "timings.json").read_text())
+    assert [row["notebook"] for row in timings] == ["01_first", "02_second"]
