@@ -206,3 +206,11 @@ def metric_means(evaluations: pd.DataFrame) -> pd.DataFrame:
         if m.is_rate:
             table[m.label] *= 100
     return table.round(2)
+
+
+def primary_evaluator(evaluations: pd.DataFrame) -> str:
+    """The run's main judge: its first LLM evaluator, or the lexicon when that is all it has."""
+    judges = list(dict.fromkeys(evaluations["evaluator"]))
+    if not judges:
+        raise ValueError("no evaluations in this run: run 05_evaluate first")
+    return next((j for j in judges if j != LEXICON), judges[0])

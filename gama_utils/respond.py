@@ -31,7 +31,11 @@ def prompt_hash(prompt: str) -> str:
 def select_pairs(pairs: pd.DataFrame, track: str | Sequence[str] | None = None,
                  dimension: str | Sequence[str] | None = None, severity: str | Sequence[str] | None = None,
                  limit: int | None = None) -> pd.DataFrame:
-    """Filter pairs by track / dimension / severity (a value or a list), then keep the first `limit`."""
+    """Filter pairs by track / dimension / severity (a value or a list), then keep at most `limit`.
+
+    `limit` takes pairs round-robin over dimensions (the first of each, then the second, ...), so
+    a small run spans both tracks and every dimension.
+    """
     require(pairs, PAIRS, "pairs")
     out = pairs
     for column, wanted in (("track", track), ("dimension", dimension), ("severity", severity)):
@@ -41,7 +45,10 @@ def select_pairs(pairs: pd.DataFrame, track: str | Sequence[str] | None = None,
             if unknown:
                 raise ValueError(f"filter {column}={unknown} matches no pair; present: {sorted(set(pairs[column]))}")
             out = out[out[column].isin(values)]
-    return out.head(limit) if limit is not None else out
+    if limit is None:
+        return out
+    rank = out.groupby("dimension", sort=False).cumcount()  # round-robin over dimensions, in benchmark order
+    return out.assign(_rank=rank).sort_values("_rank", kind="stable").head(limit).drop(columns="_rank")
 
 
 def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelSpec],

@@ -116,3 +116,11 @@ def test_lexicon_evaluator_rows_follow_the_schema():
     out = evaluate.evaluate_responses(_responses(2), "lexicon")
     assert out.valid.all() and (out.evaluator == "lexicon").all()
     assert out.punitive_terms.iloc[0] == ["controlling"] and out.instructional.iloc[0] == 0
+
+
+def test_primary_evaluator_prefers_an_llm_judge_and_falls_back_to_the_lexicon():
+    frame = pd.DataFrame({"evaluator": ["lexicon", "sim/Gemini-3-Pro", "lexicon"]})
+    assert evaluate.primary_evaluator(frame) == "sim/Gemini-3-Pro"
+    assert evaluate.primary_evaluator(frame[frame.evaluator == "lexicon"]) == "lexicon"
+    with pytest.raises(ValueError, match="run 05_evaluate first"):
+        evaluate.primary_evaluator(frame.iloc[:0])

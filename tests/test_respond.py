@@ -118,3 +118,10 @@ def test_summary_counts_and_does_not_price_models_outside_the_registry():
     mine = summary.set_index("model").loc["my-own-model"]
     assert (mine["n"], mine["empty"], mine["refused"], mine["failed"]) == (6, 1, 1, 0) and pd.isna(mine["cost_usd"])
     assert summary.set_index("model").loc["sim/GPT-5.4"].cost_usd == 0.0
+
+
+def test_limit_takes_pairs_round_robin_over_dimensions():
+    pairs = pd.concat([_pairs(4).assign(dimension="public_dispute"),
+                       _pairs(4).assign(dimension="false_allegation", pair_id=[f"F{i}" for i in range(4)])])
+    picked = respond.select_pairs(pairs, limit=4)
+    assert list(picked.pair_id) == ["GB-0000", "F0", "GB-0001", "F1"]
