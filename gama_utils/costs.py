@@ -1,8 +1,8 @@
 """What a run will cost before it is sent: calls, tokens and dollars per model (issue: paid runs).
 
-Input tokens are estimated at four characters per token from the actual prompts; output tokens
-from `answer_tokens` / `evaluation_tokens`, or from the mean of an earlier run's responses when
-given. Prices come from the registry (configs/models.yaml, USD per million tokens); a model
+Input tokens are estimated at four characters per token from the actual prompts (and, for
+scoring existing responses, from the actual answers); output tokens from `answer_tokens` /
+`evaluation_tokens`. Prices come from the registry (configs/models.yaml, USD per million tokens); a model
 without a price shows no dollar figure and is listed, so an unknown cost is never read as zero.
 """
 
@@ -28,15 +28,17 @@ def _tokens(text: str) -> float:
     return len(text) / CHARS_PER_TOKEN
 
 
+def _evaluator_overhead() -> float:
+    """Tokens of the evaluator prompt around the scenario and the answer."""
+    return _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
+
+
 def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
                       arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
                       evaluator: str | dict | llm.ModelSpec | None = None, blind_modes: Sequence[bool] = (False,),
-                      answer_tokens: float | None = None, evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
-                      observed: pd.DataFrame | None = None) -> pd.DataFrame:
+                      answer_tokens: float = DEFAULT_ANSWER_TOKENS,
+                      evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
     """Per model and stage (respond / evaluate): calls, input and output tokens, USD; a TOTAL row last."""
-    if answer_tokens is None:
-        answer_tokens = (float(observed.output_tokens.dropna().mean()) if observed is not None
-                         and observed.output_tokens.notna().any() else DEFAULT_ANSWER_TOKENS)
     prompt_tokens = sum(_tokens(str(p)) for arm in arms for p in pairs[f"prompt_{arm}"]) * samples_per_prompt
     n_calls = len(pairs) * len(arms) * samples_per_prompt
     rows = []
@@ -45,9 +47,8 @@ def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | 
         rows.append(_row(spec, "respond", n_calls, prompt_tokens, n_calls * answer_tokens))
     if evaluator not in (None, "lexicon"):
         spec = llm.resolve_model(evaluator)
-        overhead = _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
         n_eval = n_calls * len(rows) * len(set(blind_modes))
-        eval_input = n_eval * (overhead + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
+        eval_input = n_eval * (_evaluator_overhead() + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
         rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
     frame = pd.DataFrame(rows)
     total = {"model": "TOTAL", "stage": "", "calls": frame.calls.sum(), "input_tokens": frame.input_tokens.sum(),
@@ -85,9 +86,7 @@ def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.M
         return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "input_tokens": 0,
                               "output_tokens": 0, "usd": 0.0, "priced": True, "simulated": False}])
     spec = llm.resolve_model(evaluator)
-    overhead = _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
-    per_call = overhead + sum(_tokens(str(t)) for t in responses["prompt"]) / max(len(responses), 1) \
-        + sum(_tokens(str(t)) for t in responses["answer"].fillna("")) / max(len(responses), 1)
-    n = len(responses) * len(set(blind_modes))
-    frame = pd.DataFrame([_row(spec, "evaluate", n, n * per_call, n * evaluation_tokens)])
-    return frame
+    modes = len(set(blind_modes))
+    texts = sum(_tokens(str(t)) for t in responses["prompt"]) + sum(_tokens(str(t)) for t in responses["answer"].fillna(""))
+    n = len(responses) * modes
+    return pd.DataFrame([_row(spec, "evaluate", n, n * _evaluator_overhead() + modes * texts, n * evaluation_tokens)])
