@@ -161,17 +161,16 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: str | dict | llm.Mode
     return _frame(rows)
 
 
-def _lexicon_rows(records: list[dict], blind: bool) -> list[dict]:
+def _lexicon_rows(records: list[dict], blind: bool) -> pd.DataFrame:
     rows = []
     for rec in records:
         reason = _failed(rec)
         if reason:
             rows.append(evaluation_row(rec, None, LEXICON, blind, reason=reason, attempts=0))
             continue
-        answer = rec["answer"]
-        scores = evaluate_text(mask_gender(answer) if blind else answer)
-        rows.append(evaluation_row({**rec, "answer": mask_gender(answer) if blind else answer},
-                                   EvaluatorOutput.model_validate(scores), LEXICON, blind))
+        answer = mask_gender(rec["answer"]) if blind else rec["answer"]
+        rows.append(evaluation_row({**rec, "answer": answer}, EvaluatorOutput.model_validate(evaluate_text(answer)),
+                                   LEXICON, blind))
     return _frame(rows)
 
 
