@@ -109,13 +109,18 @@ def occupation_mentions(text: str) -> list[dict]:
         if any(match.start() < end and start < match.end() for start, end in taken):
             continue
         taken.append((match.start(), match.end()))
-        sentence_start = max(text.rfind(c, 0, match.start()) for c in ".!?") + 1
-        sentence_end = min([i for i in (text.find(c, match.end()) for c in ".!?") if i >= 0] or [len(text)])
-        sentence = text[sentence_start:sentence_end]
-        said_of_partner = "[PARTNER" in sentence and not re.search(r"\bI(?:'m| am| work| worked| was)\b", sentence)
+        said_of_partner = _PARTNER_IS.search(text[: match.start()]) is not None
         found.append({"occupation": name, "surface": match.group(0), "partner": said_of_partner,
                       "stereotype": occupation_stereotype(name), "position": match.start()})
     return sorted(found, key=lambda f: f["position"])
+
+
+# The partner is the one doing the job: "[PARTNER_SUBJ] works as a", "my [PARTNER], a", "[PARTNER_DET] job as a".
+_PARTNER_IS = re.compile(
+    r"(?:(?:\[PARTNER_SUBJ\]|[Mm]y \[PARTNER\])\s+(?:is|was|works|worked|trained|had been|has been|became|"
+    r"qualified|retrained|had just qualified|started|has a job|had a job)\b|[Mm]y \[PARTNER\],|"
+    r"\[PARTNER_DET\]\s+(?:\w+\s+){0,2}(?:job|work|career|training|post|role|position|shifts?)\s+as\b)"
+    r"[^.;!?\[]{0,60}$")
 
 
 @lru_cache(maxsize=None)

