@@ -66,16 +66,12 @@ AMBIGUOUS_NAMES: frozenset[str] = frozenset("bill mark frank grace amber sue jac
 MONTH_NAMES = frozenset({"may", "june"})
 
 # Chinese: gendered characters and words; the neutral compounds listed are not cues.
-ZH_GENDERED: tuple[str, ...] = (
-    "老公", "老婆", "男朋友", "女朋友", "男友", "女友", "丈夫", "妻子", "太太", "小姐", "先生", "女士", "男士",
-    "媳妇", "岳父", "岳母", "公公", "婆婆", "爷爷", "奶奶", "外公", "外婆", "姥姥", "阿姨", "叔叔", "儿子", "女儿",
-    "帅哥", "美女", "闺蜜", "绅士", "淑女", "她", "男", "女", "妻", "夫", "哥", "姐", "弟", "妹", "爸", "妈", "父",
-    "母", "兄", "嫂", "婶", "舅", "娘", "爹", "姑", "姨", "他",
-)
-ZH_NEUTRAL: tuple[str, ...] = (
-    "其他", "他人", "他们", "吉他", "他乡", "利他", "子女", "儿女", "男女", "父母", "夫妻", "夫妇", "功夫", "工夫",
-    "大夫", "母语", "兄弟姐妹", "姑且", "妈的",
-)
+ZH_GENDERED: tuple[str, ...] = tuple("""
+老公 老婆 男朋友 女朋友 男友 女友 丈夫 妻子 太太 小姐 先生 女士 男士 媳妇 岳父 岳母 公公 婆婆 爷爷 奶奶
+外公 外婆 姥姥 阿姨 叔叔 儿子 女儿 帅哥 美女 闺蜜 绅士 淑女
+她 男 女 妻 夫 哥 姐 弟 妹 爸 妈 父 母 兄 嫂 婶 舅 娘 爹 姑 姨 他
+""".split())
+ZH_NEUTRAL: tuple[str, ...] = tuple("其他 他人 他们 吉他 他乡 利他 子女 儿女 男女 父母 夫妻 夫妇 功夫 工夫 大夫 母语 兄弟姐妹 姑且 妈的".split())
 
 INVISIBLE = frozenset("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u200b\u200c\u200d\u200e"
                       "\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069"

@@ -47,8 +47,8 @@ def main() -> None:
         rows.setdefault(state["name"], (state["name"], "US", "admin", ""))
     for code, c in countries.items():
         rows.setdefault(c["name"], (c["name"], code, "country", c["population"]))
-    # Anglophone towns first: a first guess that names an Anglophone place for a homonym (Athlone,
-    # Kingston) is checked by the authors, while the reverse would hide a template to rewrite.
+    # Homonyms go to the larger town, an Anglophone one counted ten times: a wrong Anglophone guess
+    # (Kingston) is caught when the authors confirm, a wrong foreign one would hide a template to rewrite.
     cities = sorted(gc.get_cities().values(),
                     key=lambda c: -c["population"] * (10 if c["countrycode"] in ANGLOPHONE else 1))
     for city in cities:
