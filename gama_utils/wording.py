@@ -168,11 +168,12 @@ def advice_question_problem(text: str) -> str | None:
 
 FLAGGED_THIRD_PARTIES: tuple[str, ...] = ("my grandparent", "my sibling", "my parent", "my child", "my grandchild",
                                           "my parent-in-law", "my sibling-in-law", "my nibling", "my pibling")
-_FLAGGED = re.compile(r"\b(" + "|".join(re.escape(p) for p in FLAGGED_THIRD_PARTIES) + r")(?:s|'s)?\b", re.IGNORECASE)
+_FLAGGED = re.compile(r"\b(" + "|".join(re.escape(p) for p in FLAGGED_THIRD_PARTIES) + r")(?:['’]s)?(?![\w-])",
+                      re.IGNORECASE)
 
 
 def flagged_third_party_wording(text: str) -> list[str]:
-    """Neutralised kin terms that read oddly ('my grandparent', 'my sibling', ...), as found."""
+    """Singular neutralised kin terms that read oddly ('my grandparent', 'my sibling', ...); plurals read naturally."""
     return [m.group(0) for m in _FLAGGED.finditer(text)]
 
 
