@@ -4,6 +4,10 @@ Backends, named by a string (a papermill parameter):
 
 - ``"tfidf"`` (default, offline): scikit-learn TF-IDF over word 1-2 grams, English stop words,
   sublinear tf, fitted on the texts compared together (one condition cell at a time).
+- ``"premise"`` (offline): TF-IDF over single content words (English stop words and partner
+  placeholders out, sublinear tf). It compares what a story is about (hawker centre, tissues,
+  library, loungers, towels) rather than how it is told, so it finds the same premise retold in
+  other words across cells; `near_duplicate_groups` uses it over the whole bank.
 - ``"openai:<model>"``: the embeddings endpoint of a registry alias or inline model
   (``gama_utils.llm.resolve_model``), called with the openai SDK; the key comes from the spec's
   environment variable only.
@@ -15,6 +19,7 @@ Every backend returns L2-normalised rows, so the dot product is the cosine simil
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -23,7 +28,13 @@ import pandas as pd
 DEFAULT_BACKEND = "tfidf"
 # Cosine thresholds above which two texts of a cell count as near-duplicates. TF-IDF's is the
 # project's authoring check; dense sentence embeddings put any two scenarios of one cell close.
-DEFAULT_THRESHOLDS = {"tfidf": 0.60, "openai": 0.90, "minilm": 0.90}
+DEFAULT_THRESHOLDS = {"tfidf": 0.60, "premise": 0.30, "openai": 0.90, "minilm": 0.90}
+# Cross-bank premise threshold, chosen from the measured distribution over all 841,753 pairs of the
+# 1,298-template bank (README of the audit): 99.99th percentile 0.24, 17 pairs at 0.30 or more, all
+# the same premise retold; between 0.25 and 0.30 pairs share a setting (a gym, an orchestra) more
+# often than a premise, so that band is listed for review, not removal.
+CROSS_BANK_THRESHOLD = 0.30
+REVIEW_BAND = (0.25, CROSS_BANK_THRESHOLD)
 OPENAI_BATCH = 256
 
 
@@ -54,6 +65,22 @@ class TfidfBackend:
         vectorizer = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", sublinear_tf=True)
         try:
             return vectorizer.fit_transform(list(texts)).toarray()
+        except ValueError:  # empty vocabulary: nothing but stop words
+            return np.zeros((len(texts), 1))
+
+
+class PremiseBackend:
+    """TF-IDF over single content words, placeholders removed: what a story is about, not how it is told."""
+
+    kind = name = "premise"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        vectorizer = TfidfVectorizer(stop_words="english", sublinear_tf=True)
+        cleaned = [re.sub(r"\[[A-Z_]+\]", " ", t) for t in texts]
+        try:
+            return vectorizer.fit_transform(cleaned).toarray()
         except ValueError:  # empty vocabulary: nothing but stop words
             return np.zeros((len(texts), 1))
 
@@ -123,16 +150,19 @@ class MiniLMBackend:
 
 
 def backend(name: str | Backend = DEFAULT_BACKEND) -> Backend:
-    """The backend named "tfidf", "openai:<alias or inline model>" or "minilm" (or a backend object, as is)."""
+    """The backend named "tfidf", "premise", "openai:<alias or inline model>" or "minilm" (or a backend object)."""
     if not isinstance(name, str):
         return name
     if name == "tfidf":
         return TfidfBackend()
+    if name == "premise":
+        return PremiseBackend()
     if name == "minilm":
         return MiniLMBackend()
     if name.startswith("openai:"):
         return OpenAIBackend(name.removeprefix("openai:"))
-    raise EmbeddingError(f"unknown embedding backend {name!r}; expected 'tfidf', 'openai:<model alias>' or 'minilm'")
+    raise EmbeddingError(f"unknown embedding backend {name!r}; expected 'tfidf', 'premise', 'openai:<model alias>' "
+                         "or 'minilm'")
 
 
 def default_threshold(embedder: Backend) -> float:
@@ -165,3 +195,63 @@ def near_duplicates(ids: Sequence[str], texts: Sequence[str], threshold: float,
                     continue
             kept.append(i)
     return pd.DataFrame(rows, columns=["removed_id", "duplicate_of", "similarity"])
+
+
+def similar_pairs(ids: Sequence[str], texts: Sequence[str], threshold: float = 0.0,
+                  embedder: str | Backend = "premise") -> pd.DataFrame:
+    """Every pair of texts at or above `threshold` cosine, most similar first: id_a, id_b, similarity."""
+    if len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
+    sims = cosine_matrix(texts, embedder) if len(ids) > 1 else np.zeros((len(ids), len(ids)))
+    upper_i, upper_j = np.triu_indices(len(ids), k=1)
+    values = sims[upper_i, upper_j]
+    keep = np.flatnonzero(values >= threshold)
+    keep = keep[np.lexsort((keep, -values[keep]))]
+    return pd.DataFrame({"id_a": [ids[i] for i in upper_i[keep]], "id_b": [ids[j] for j in upper_j[keep]],
+                         "similarity": values[keep].astype(float)})
+
+
+def similarity_summary(ids: Sequence[str], texts: Sequence[str], embedder: str | Backend = "premise",
+                       percentiles: Sequence[float] = (50, 90, 99, 99.9, 99.99), top: int = 30) -> dict:
+    """The distribution of pairwise cosine over all pairs: n_pairs, percentiles, max, counts at thresholds, top pairs."""
+    sims = cosine_matrix(texts, embedder)
+    values = sims[np.triu_indices(len(ids), k=1)]
+    pairs = similar_pairs(ids, texts, float(np.sort(values)[-top]) if len(values) >= top else 0.0, embedder)
+    return {
+        "backend": backend(embedder).name, "n_texts": len(ids), "n_pairs": int(values.size),
+        "percentiles": {str(p): round(float(np.percentile(values, p)), 4) for p in percentiles},
+        "max": round(float(values.max()), 4),
+        "pairs_at_or_above": {str(t): int((values >= t).sum()) for t in (0.20, 0.25, 0.28, 0.30, 0.35, 0.40)},
+        "top_pairs": pairs.head(top).round({"similarity": 4}).to_dict("records"),
+    }
+
+
+def near_duplicate_groups(ids: Sequence[str], texts: Sequence[str], threshold: float | None = None,
+                          embedder: str | Backend = "premise") -> pd.DataFrame:
+    """Groups of texts linked by a pair at or above `threshold` (default: the backend's), across all cells.
+
+    Columns: group (1, 2, ... by best similarity), template_id, near_ids (the ids it is linked to,
+    ';'-separated), max_similarity. Texts in no pair are not listed; the caller keeps one per group.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    embedder = backend(embedder)
+    threshold = default_threshold(embedder) if threshold is None else float(threshold)
+    pairs = similar_pairs(ids, texts, threshold, embedder)
+    columns = ["group", "template_id", "near_ids", "max_similarity"]
+    if pairs.empty:
+        return pd.DataFrame(columns=columns)
+    index = {identifier: i for i, identifier in enumerate(ids)}
+    rows_i, rows_j = pairs["id_a"].map(index).to_numpy(), pairs["id_b"].map(index).to_numpy()
+    graph = coo_matrix((np.ones(len(pairs)), (rows_i, rows_j)), shape=(len(ids), len(ids)))
+    _, labels = connected_components(graph, directed=False)
+    both = pd.concat([pairs.rename(columns={"id_a": "template_id", "id_b": "near"}),
+                      pairs.rename(columns={"id_b": "template_id", "id_a": "near"})])
+    members = both.groupby("template_id").agg(near_ids=("near", lambda s: ";".join(sorted(s))),
+                                              max_similarity=("similarity", "max")).reset_index()
+    members["component"] = members["template_id"].map(lambda t: labels[index[t]])
+    best = members.groupby("component")["max_similarity"].max().sort_values(ascending=False, kind="stable")
+    order = {component: n for n, component in enumerate(best.index, start=1)}
+    members["group"] = members["component"].map(order)
+    return members.sort_values(["group", "template_id"])[columns].reset_index(drop=True)

@@ -106,3 +106,51 @@ def test_minilm_backend_when_the_optional_package_is_installed():
     sims = embeddings.cosine_matrix(texts, "minilm")
     assert sims.shape == (3, 3) and np.allclose(np.diag(sims), 1.0, atol=1e-5)
     assert sims[0, 1] > sims[0, 2] + 0.2
+
+
+# --- cross-bank near-duplicate premises ---------------------------------------------------
+
+def test_premise_backend_matches_a_direct_tfidf_computation():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    from gama_utils.embeddings import similar_pairs
+
+    texts = ["My [PARTNER] moved the tissues aside at the hawker centre.", "Tissues on a hawker table, noodles.",
+             "A driver cut me off on the ring road."]
+    expected = cosine_similarity(TfidfVectorizer(stop_words="english", sublinear_tf=True)
+                                 .fit_transform([t.replace("[PARTNER]", " ") for t in texts]))
+    pairs = similar_pairs(["a", "b", "c"], texts)
+    assert list(zip(pairs.id_a, pairs.id_b)) == [("a", "b"), ("a", "c"), ("b", "c")][:len(pairs)]
+    assert pairs.similarity.iloc[0] == pytest.approx(expected[0, 1])
+    assert similar_pairs(["a", "b", "c"], texts, threshold=0.99).empty
+
+
+def test_groups_join_pairs_transitively_and_list_partners():
+    from gama_utils.embeddings import near_duplicate_groups
+
+    texts = ["towels loungers pool resort morning", "towels loungers pool thermal baths",
+             "thermal baths Budapest weekend", "library phone photo exam", "library phone photo desk",
+             "ring road motorcyclist"]
+    ids = [f"t{i}" for i in range(len(texts))]
+    groups = near_duplicate_groups(ids, texts, threshold=0.3)
+    members = groups.groupby("group")["template_id"].apply(list).to_dict()
+    assert sorted(members.values()) == [["t0", "t1", "t2"], ["t3", "t4"]]
+    assert groups.set_index("template_id").loc["t1", "near_ids"] == "t0;t2"
+    assert "t5" not in set(groups.template_id)
+
+
+def test_the_issue_examples_top_the_cross_bank_ranking():
+    from gama_utils.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups, similar_pairs
+    from gama_utils.templates import load_templates
+
+    bank = load_templates()
+    pairs = similar_pairs(list(bank.template_id), list(bank.text), 0.25)
+    top = [frozenset(p) for p in zip(pairs.id_a.head(10), pairs.id_b.head(10))]
+    assert top[0] == {"public_dispute-L1-matter_of_fact-04", "public_misunderstanding-L1-self_justifying-03"}
+    assert top[1] == {"false_allegation-L1-matter_of_fact-04", "public_misunderstanding-L1-matter_of_fact-02"}
+    towels = {"public_dispute-L1-emotional_venting-16", "public_dispute-L2-self_justifying-15",
+              "public_misunderstanding-L1-self_justifying-04"}
+    assert sum(pair <= towels for pair in top) == 3, "all three towel/lounger pairs are among the top ten"
+    groups = near_duplicate_groups(list(bank.template_id), list(bank.text), CROSS_BANK_THRESHOLD)
+    assert towels <= set(groups.template_id)
