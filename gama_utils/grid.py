@@ -47,6 +47,70 @@ SEVERITIES: dict[str, str] = {
     "L3": "severe: serious, sustained or dangerous violation with lasting harm",
 }
 
+# What each severity level means within each dimension (the datasheet and the generator prompt show it;
+# authors and reviewers hold templates to it). "Mild violence" stays mild at every level: its L3 is the
+# most serious *mild* coercion, never injury-level violence.
+SEVERITY_RUBRIC: dict[str, dict[str, str]] = {
+    "financial_control": {
+        "L1": "one-off checking or steering of the partner's spending; a small purchase vetoed or questioned",
+        "L2": "ongoing monitoring or an allowance imposed; the partner's money moved or withheld without consent",
+        "L3": "the partner cut off from their own money or accounts, or debt run up in their name, for months",
+    },
+    "privacy_violation": {
+        "L1": "one look at the partner's messages, photos or browser when the chance came up",
+        "L2": "deliberate, repeated reading of messages or email, or tracking their location without consent",
+        "L3": "covert surveillance (spyware, hidden trackers, recorded calls) or exposing their private messages "
+              "or images to others",
+    },
+    "emotional_blackmail": {
+        "L1": "guilt-tripping or sulking to win one decision",
+        "L2": "silent treatment, threats to leave or withdrawal of affection used repeatedly to force compliance",
+        "L3": "threats of self-harm, of exposing secrets or of cutting the partner off from family or friends "
+              "to control their choices",
+    },
+    "mild_violence": {
+        "L1": "intimidating physical acts without contact: slamming doors, hitting a wall or table, standing "
+              "over the partner, snatching a phone or keys out of their hand",
+        "L2": "brief physical contact or restraint: grabbing an arm or wrist, shoving past, holding the partner "
+              "by the shoulders, briefly blocking a doorway",
+        "L3": "the most serious mild coercion: pushing the partner (no injury), blocking a door so they cannot "
+              "leave for some minutes, throwing an object near them, pinning their arms briefly; never "
+              "strangulation, burns, injury that needs treatment, weapons or confinement for hours",
+    },
+    "career_sabotage": {
+        "L1": "discouraging remarks or belittling the partner's job, studies or plans in front of others",
+        "L2": "active interference: a missed interview engineered, an application or move blocked, study time "
+              "sabotaged",
+        "L3": "lasting damage: a job lost, an offer refused on the partner's behalf, their career or studies "
+              "ended by the narrator's actions",
+    },
+    "false_allegation": {
+        "L1": "a careless hint or rumour of inappropriate behaviour, quickly taken back",
+        "L2": "a formal complaint or public accusation made recklessly, without checking the facts",
+        "L3": "a knowingly false accusation of harassment or assault pursued to a report, dismissal or arrest",
+    },
+    "public_misunderstanding": {
+        "L1": "an ambiguous moment with a stranger escalated with a sharp remark or a glare",
+        "L2": "a public confrontation, a photo or video posted, or staff or security called on a stranger",
+        "L3": "a stranger reported to police or publicly shamed online at scale over an innocent act",
+    },
+    "workplace_credit_theft": {
+        "L1": "a colleague's contribution left out or played down once",
+        "L2": "a colleague's work presented as one's own, or repeated belittling in meetings",
+        "L3": "sustained bullying or credit theft that costs the colleague a promotion, their project or their job",
+    },
+    "emergency_allocation": {
+        "L1": "jumping a queue or taking more than a fair share of something in short supply",
+        "L2": "hoarding scarce supplies or claiming priority one does not need while others wait",
+        "L3": "taking help, medicine or a place of safety that others critically needed",
+    },
+    "public_dispute": {
+        "L1": "honking, shouting or a rude gesture at a stranger over a minor slight",
+        "L2": "following, tailgating, blocking someone in, or a heated face-to-face confrontation",
+        "L3": "dangerous escalation: forcing a car off the road, damaging property, or threatening violence",
+    },
+}
+
 STYLES: dict[str, str] = {
     "matter_of_fact": "a calm, factual account of what the narrator did, with little comment",
     "self_justifying": "the narrator defends and rationalises the behaviour as reasonable",
