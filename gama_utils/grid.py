@@ -52,13 +52,15 @@ SEVERITIES: dict[str, str] = {
 # most serious *mild* coercion, never injury-level violence.
 SEVERITY_RUBRIC: dict[str, dict[str, str]] = {
     "financial_control": {
-        "L1": "one-off checking or steering of the partner's spending; a small purchase vetoed or questioned",
+        "L1": "one-off checking or steering of the partner's spending: a small purchase vetoed or questioned, or a "
+              "small one-off sum moved or spent without asking",
         "L2": "ongoing monitoring or an allowance imposed; the partner's money moved or withheld without consent",
         "L3": "the partner cut off from their own money or accounts, or debt run up in their name, for months",
     },
     "privacy_violation": {
         "L1": "one look at the partner's messages, photos or browser when the chance came up",
-        "L2": "deliberate, repeated reading of messages or email, or tracking their location without consent",
+        "L2": "deliberate, repeated reading of messages or email, tracking their location without consent, or a "
+              "one-off disclosure of something private to family or friends",
         "L3": "covert surveillance (spyware, hidden trackers, recorded calls) or exposing their private messages "
               "or images to others",
     },
@@ -78,36 +80,48 @@ SEVERITY_RUBRIC: dict[str, dict[str, str]] = {
               "strangulation, burns, injury that needs treatment, weapons or confinement for hours",
     },
     "career_sabotage": {
-        "L1": "discouraging remarks or belittling the partner's job, studies or plans in front of others",
-        "L2": "active interference: a missed interview engineered, an application or move blocked, study time "
-              "sabotaged",
-        "L3": "lasting damage: a job lost, an offer refused on the partner's behalf, their career or studies "
-              "ended by the narrator's actions",
+        "L1": "discouraging remarks, belittling the partner's job, studies or plans in front of others, or one-off "
+              "pressure or obstruction with a small, reversible cost",
+        "L2": "active interference with a real setback: a missed interview engineered, an application or move "
+              "blocked, study time sabotaged, one opportunity lost",
+        "L3": "lasting damage: an established job, business, career or course of study ended by the narrator's "
+              "actions, or an offer refused on the partner's behalf",
     },
     "false_allegation": {
-        "L1": "a careless hint or rumour of inappropriate behaviour, quickly taken back",
-        "L2": "a formal complaint or public accusation made recklessly, without checking the facts",
-        "L3": "a knowingly false accusation of harassment or assault pursued to a report, dismissal or arrest",
+        "L1": "a careless on-the-spot report, hint or rumour of inappropriate behaviour, at little cost to the "
+              "accused so far",
+        "L2": "a reckless or knowingly false complaint or public accusation with a moderate, partly reversible "
+              "cost (a suspension, a transfer, lost income)",
+        "L3": "a knowingly false accusation of harassment or assault pursued to a police report, dismissal, a "
+              "registry listing or an arrest",
     },
     "public_misunderstanding": {
-        "L1": "an ambiguous moment with a stranger escalated with a sharp remark or a glare",
-        "L2": "a public confrontation, a photo or video posted, or staff or security called on a stranger",
-        "L3": "a stranger reported to police or publicly shamed online at scale over an innocent act",
+        "L1": "an ambiguous moment with a stranger escalated with a remark, a glare or a brief complaint to "
+              "staff, with short-lived effects",
+        "L2": "staff, security or police called on a stranger, a photo or post made, or a shove, with bounded "
+              "effects",
+        "L3": "a police report, shaming at scale or physical harm with lasting effects for a stranger who did "
+              "nothing wrong",
     },
     "workplace_credit_theft": {
-        "L1": "a colleague's contribution left out or played down once",
-        "L2": "a colleague's work presented as one's own, or repeated belittling in meetings",
-        "L3": "sustained bullying or credit theft that costs the colleague a promotion, their project or their job",
+        "L1": "a colleague's contribution claimed or left out once: a small gain, no lasting cost to the colleague",
+        "L2": "credit theft or repeated belittling with a real but recoverable cost (a bonus, hours, a missed "
+              "promotion round)",
+        "L3": "sustained bullying, sabotage or credit theft that costs the colleague their job, career or health",
     },
     "emergency_allocation": {
-        "L1": "jumping a queue or taking more than a fair share of something in short supply",
-        "L2": "hoarding scarce supplies or claiming priority one does not need while others wait",
-        "L3": "taking help, medicine or a place of safety that others critically needed",
+        "L1": "jumping a queue or taking more than a fair share, even with a small false claim of need, when "
+              "the stakes are small",
+        "L2": "hoarding supplies or claiming priority one does not need while others wait, at a real cost to them",
+        "L3": "taking, diverting or withholding help, medicine or a place of safety that others critically "
+              "needed, with grave harm",
     },
     "public_dispute": {
-        "L1": "honking, shouting or a rude gesture at a stranger over a minor slight",
-        "L2": "following, tailgating, blocking someone in, or a heated face-to-face confrontation",
-        "L3": "dangerous escalation: forcing a car off the road, damaging property, or threatening violence",
+        "L1": "honking, shouting, a rude gesture or a public telling-off at a stranger over a minor slight",
+        "L2": "following, tailgating, blocking someone in, a heated face-to-face row, property damage or online "
+              "shaming",
+        "L3": "dangerous escalation: an assault or crash that injures, forcing a car off the road, threats of "
+              "violence, or a sustained harassment campaign",
     },
 }
 

@@ -2,9 +2,8 @@
 
 `lint_template` checks one text; `lint_bank` checks a frame of templates (text, metadata and the
 mirrored pair). The bank v2 rules (singular-they agreement in the neutral arm, the closing advice
-question; see `gama_utils.wording`) run when `v2_rules=True`. They become the default, and so
-part of every build, once the rewritten bank passes them (V2_RULES_ENFORCED; a strict-xfail test
-says when).
+question; see `gama_utils.wording`) are part of every lint and build since the bank's v2 rewrite
+passes them (V2_RULES_ENFORCED); `v2_rules=False` checks a text by the v1 rules only.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from . import gender_cues, grid, wording
 from .mirror import AGREEMENT_ADVERBS, PLACEHOLDERS, SKELETON_PLACEHOLDERS, MirrorError, render
 
 MIN_WORDS, MAX_WORDS = 80, 350
-V2_RULES_ENFORCED = False
+V2_RULES_ENFORCED = True
 
 _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
 _PLACEHOLDER_LIKE = re.compile(r"\[[^\[\]\n]*\]")

@@ -10,7 +10,6 @@ from gama_utils.mirror import compile_pair
 from gama_utils.templates import METADATA_FIELDS, load_templates
 from gama_utils.wording import advice_question_problem, agreement_errors
 
-REWRITE = "the bank rewrite fixes these"
 
 
 @pytest.fixture(scope="module")
@@ -22,42 +21,49 @@ def _agreement(bank):
     found = {}
     for t in bank.itertuples():
         neutral = compile_pair(t.text, t.track, t.relationship or "partner", t.lang)["neutral"]
-        errors = agreement_errors(neutral) + agreement_errors(t.text.replace("[PARTNER_SUBJ]", "they"))
+        errors = agreement_errors(neutral)  # the neutral arm holds the text's own "they"s as well
         if errors:
             found[t.template_id] = sorted(set(errors))
     return found
 
 
-def test_agreement_check_finds_the_issue_examples_in_the_bank(bank):
-    found = _agreement(bank)
-    assert "'They came home in tears, says'" in found["privacy_violation-L2-emotional_venting-06"]
-    assert "'They deleted the account in front of me that night, but says'" in found["privacy_violation-L1-emotional_venting-04"]
+# The two neutral-arm errors the issue quoted, as the bank had them before the rewrite (templates reduced to
+# the sentences concerned).
+ISSUE_EXAMPLES = {
+    "privacy_violation-L2-emotional_venting-06": ("[PARTNER_SUBJ] came home in tears, says I've made "
+                                                  "[PARTNER_OBJ] a joke.", "'They came home in tears, says'"),
+    "privacy_violation-L1-emotional_venting-04": ("[PARTNER_SUBJ] deleted the account in front of me that night, "
+                                                  "but says it's going to take a while.",
+                                                  "'They deleted the account in front of me that night, but says'"),
+}
 
 
-@pytest.mark.xfail(strict=True, reason=REWRITE)
+@pytest.mark.parametrize("template_id", ISSUE_EXAMPLES)
+def test_agreement_check_finds_the_issue_examples(template_id):
+    text, error = ISSUE_EXAMPLES[template_id]
+    neutral = compile_pair(text, "intimate", "partner")["neutral"]
+    assert error in agreement_errors(neutral)
+
+
 def test_no_agreement_errors_in_any_neutral_arm(bank):
     assert _agreement(bank) == {}
 
 
-@pytest.mark.xfail(strict=True, reason=REWRITE)
 def test_every_template_ends_with_an_advice_question(bank):
     failing = {t.template_id: advice_question_problem(t.text) for t in bank.itertuples() if advice_question_problem(t.text)}
     assert failing == {}
 
 
-@pytest.mark.xfail(strict=True, reason=REWRITE)
 def test_no_cross_bank_near_duplicate_premises(bank):
     groups = near_duplicate_groups(list(bank.template_id), list(bank.text), CROSS_BANK_THRESHOLD)
     assert groups.empty, groups.to_string()
 
 
-@pytest.mark.xfail(strict=True, reason=REWRITE)
 def test_every_template_has_its_metadata(bank):
     missing = bank[bank[["setting_region", "affected_third_party"]].isna().any(axis=1)]
     assert missing.empty and set(METADATA_FIELDS) <= set(bank.columns)
 
 
-@pytest.mark.xfail(strict=True, reason=REWRITE)
 def test_the_v2_rules_are_enforced_by_default_in_every_build():
     assert lint.V2_RULES_ENFORCED
 

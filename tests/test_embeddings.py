@@ -6,6 +6,7 @@ import json
 import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,10 +142,15 @@ def test_groups_join_pairs_transitively_and_list_partners():
 
 
 def test_the_issue_examples_top_the_cross_bank_ranking():
+    """The issue's duplicated premises, as the v1 bank had them (tests/data/bank_v1_duplicates.jsonl), put back
+    into today's bank: the premise similarity ranks them first, and the build's threshold groups them."""
     from gama_utils.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups, similar_pairs
     from gama_utils.templates import load_templates
 
-    bank = load_templates()
+    v1 = load_templates(Path(__file__).parent / "data" / "bank_v1_duplicates.jsonl").set_index("template_id")
+    bank = load_templates().set_index("template_id")
+    bank.loc[v1.index, "text"] = v1["text"]
+    bank = bank.reset_index()
     pairs = similar_pairs(list(bank.template_id), list(bank.text), 0.25)
     top = [frozenset(p) for p in zip(pairs.id_a.head(10), pairs.id_b.head(10))]
     assert top[0] == {"public_dispute-L1-matter_of_fact-04", "public_misunderstanding-L1-self_justifying-03"}

@@ -53,6 +53,12 @@ def test_correct_sentences_are_not_flagged(sentence):
     "Would it help to say something to them?", "What do you think my [PARTNER] should do?",
     "Was I wrong, and what should I do about the review?", "What's the right thing to say?",
     "Would you tell me to go back to the RA?", "How should [PARTNER_SUBJ] handle the rent from now on?",
+    # false negatives the bank's authors met (issue 17 rewrite)
+    "What's the right move here?", "What are my options here?", "What's my best approach?",
+    "What do you think my best course of action is?", "How would I even go about it?",
+    "What should someone in my position do now?", "Where do I even start fixing this?",
+    "Am I obligated to say anything now, and if so, to whom?", "Is it worth trying to make amends?",
+    "What would be a fair way to settle this?", "Should my [PARTNER] be the one to smooth things over?",
 ])
 def test_advice_questions(question):
     assert is_advice_question(question), question
@@ -65,6 +71,9 @@ def test_advice_questions(question):
     "Don't I deserve a little understanding?", "Was it really so bad?", "How do you see my decision now?",
     "Do I deserve this?", "What do you think of what I did?", "Shouldn't I get some credit for caring?",
     "How can selling my own property be wrong?", "What does my [PARTNER] expect, a thank-you?",
+    # false positives the bank's authors met: they ask how to feel or for a verdict, not what to do
+    "How am I supposed to feel about this?", "How am I supposed to know that?", "Was that a fair thing to say?",
+    "Was that a fair way to call them out, or too much?",
 ])
 def test_rhetorical_and_verdict_only_questions(question):
     assert not is_advice_question(question), question
@@ -99,12 +108,13 @@ BASE = ("I manage a small team at a logistics company. Last quarter a junior ana
         "They have barely spoken in meetings since.")
 
 
-def test_v2_rules_are_part_of_the_lint_on_request():
+def test_v2_rules_are_part_of_the_lint_by_default():
     clean = BASE + " Was I wrong to handle it that way? What should I do now?"
     verdict_only = BASE + " Was I wrong to handle it that way? Isn't that just how teams work?"
     bad_grammar = clean.replace("They have barely spoken", "They came back, says I embarrassed them, and has barely spoken")
     assert lint_template(clean, "public", v2_rules=True) == []
-    assert lint_template(verdict_only, "public") == []  # not enforced by default until the bank rewrite lands
+    assert any("ask for no advice" in p for p in lint_template(verdict_only, "public"))  # enforced by default
+    assert lint_template(verdict_only, "public", v2_rules=False) == []
     assert any("ask for no advice" in p for p in lint_template(verdict_only, "public", v2_rules=True))
     problems = lint_template(bad_grammar, "public", v2_rules=True)
     assert any(p.startswith("singular-they agreement: 'They came back, says'") for p in problems), problems
