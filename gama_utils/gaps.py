@@ -119,9 +119,18 @@ def paired_gaps(evaluations: pd.DataFrame, by: Sequence[str] = (), n_boot: int =
     gaps["p_holm"] = np.nan
     for _, index in gaps.groupby("comparison").groups.items():
         gaps.loc[index, "p_holm"] = stats.holm(gaps.loc[index, "p_value"])
-    return gaps[["model", "track", *by, "metric", "comparison", "male", "female",
-                 *(["neutral"] if "neutral" in arms else []), "delta", "n_pairs", "n_excluded",
+    gaps = with_groups(gaps, evaluations)
+    return gaps[["model", *(["group"] if "group" in gaps.columns else []), "track", *by, "metric", "comparison",
+                 "male", "female", *(["neutral"] if "neutral" in arms else []), "delta", "n_pairs", "n_excluded",
                  "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated"]]
+
+
+def with_groups(frame: pd.DataFrame, evaluations: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with each model's row group from the evaluations' optional `group` column (unchanged without it)."""
+    if "group" not in evaluations.columns or evaluations["group"].isna().all():
+        return frame
+    groups = evaluations.dropna(subset=["group"]).groupby("model")["group"].first()
+    return frame.assign(group=frame["model"].map(groups))
 
 
 def stratified_gaps(evaluations: pd.DataFrame, stratum: str, **kwargs) -> pd.DataFrame:
@@ -187,8 +196,8 @@ def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] = CONTI
         simulated = frame.groupby("model")["simulated"].any()
         frames.append(fit.assign(**dict(zip(["track", "metric", *by], key)),
                                  simulated=fit["model"].map(simulated).astype(bool)))
-    result = pd.concat(frames, ignore_index=True)
-    return result[["model", "track", "metric", *by, "estimate", "se", "ci_low", "ci_high", "p_value",
+    result = with_groups(pd.concat(frames, ignore_index=True), evaluations)
+    return result[["model", *(["group"] if "group" in result.columns else []), "track", "metric", *by, "estimate", "se", "ci_low", "ci_high", "p_value",
                    "n_obs", "converged", "note", "simulated"]]
 
 

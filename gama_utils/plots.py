@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gama_utils import tables
+from gama_utils.ablation import Comparison, short_name
 from gama_utils.gaps import PAPER_COMPARISON
 from gama_utils.grid import TRACKS
 from gama_utils.metrics import METRIC_KEYS, metric
@@ -104,7 +105,7 @@ def forest(gaps: pd.DataFrame, metrics: Sequence[str] = METRIC_KEYS, comparison:
     cells = tables.select_cells(gaps, comparison=comparison, stratified=False)
     require(cells, ("ci_low", "ci_high", "p_holm"), "gaps")
     metrics = [m for m in metrics if m in set(cells["metric"])]
-    models = list(tables.model_rows(cells["model"]).get_level_values("Model"))
+    models = list(tables.model_rows(cells["model"], tables.model_groups(cells)).get_level_values("Model"))
     tracks = [t for t in TRACKS if t in set(cells["track"])]
     colours = dict(zip(TRACKS, sns.color_palette("colorblind", 2)))
     offsets = dict(zip(tracks, np.linspace(-0.15, 0.15, len(tracks)) if len(tracks) > 1 else [0.0]))
@@ -136,9 +137,15 @@ def forest(gaps: pd.DataFrame, metrics: Sequence[str] = METRIC_KEYS, comparison:
 
 
 def save_figure(fig: Figure, directory: str | Path, name: str) -> dict[str, Path]:
-    """Write the figure as name.png (200 dpi) and name.pdf; returns the paths."""
+    """Write the figure as name.png (200 dpi) and name.pdf; returns the paths.
+
+    In a run that used a plumbing-check model the figure carries that note at its top.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    note = tables.provenance_note(directory, simulated=False)
+    if note:
+        fig.text(0.5, 1.0, note, ha="center", va="bottom", fontsize=8, color="#a33", wrap=True)
     paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("png", "pdf")}
     for suffix, path in paths.items():
         fig.savefig(path, dpi=200 if suffix == "png" else None, bbox_inches="tight")
@@ -175,40 +182,39 @@ def _title(text: str, data: pd.DataFrame) -> str:
     return f"{text} (simulated)" if simulated else text
 
 
-ABLATION_PANELS: dict[str, tuple[str, ...]] = {
-    "Scale": ("Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B"),
-    "Post-training": ("Qwen3-4B-Base", "Qwen3-4B-Instruct-2507"),
-    "Reasoning mode": ("Qwen3-4B-Instruct-2507", "Qwen3-4B-Thinking-2507"),
-}
 ABLATION_METRICS = ("puni", "ther", "instr")
 
 
-def qwen_ablation(gaps: pd.DataFrame, track: str | None = None, metrics: Sequence[str] = ABLATION_METRICS) -> Figure:
-    """Fig 9: Δ with 95% CI along scale, base → instruct, and instruct → thinking, one line per metric.
+def variant_ablation(gaps: pd.DataFrame, panels: Sequence[Comparison], track: str | None = None,
+                     metrics: Sequence[str] = ABLATION_METRICS) -> Figure:
+    """Fig 9: Δ with 95% CI along each comparison (scale, base → instruct, thinking off → on), one line per metric.
 
-    Models are matched to the paper's Qwen names ignoring case, punctuation and a "sim/" prefix;
-    with no `track`, both tracks are drawn (solid intimate, dashed public).
+    `panels` come from `gama_utils.ablation.comparisons`; with no `track`, both tracks are drawn
+    (solid intimate, dashed public).
     """
+    if not panels:
+        raise ValueError("no comparison to draw: the variants need family, size_b, post_training or thinking "
+                         "attributes that differ (see gama_utils.ablation)")
     cells = tables.select_cells(gaps, track=track, comparison=PAPER_COMPARISON, stratified=False)
-    cells = cells.assign(paper_model=cells["model"].map(lambda m: tables.paper_name(m) or m))
     tracks = [t for t in TRACKS if t in set(cells["track"])]
     colours = dict(zip(metrics, sns.color_palette("colorblind", len(metrics))))
     with sns.axes_style("whitegrid"):
-        fig, axes = plt.subplots(1, len(ABLATION_PANELS), figsize=(13, 4.2), layout="constrained",
-                                 gridspec_kw={"width_ratios": [len(v) for v in ABLATION_PANELS.values()]})
-    for ax, (panel, models) in zip(axes, ABLATION_PANELS.items()):
-        x = np.arange(len(models))
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(5.0, 4.3 * len(panels)), 4.2), layout="constrained",
+                                 squeeze=False, gridspec_kw={"width_ratios": [len(p.models) for p in panels]})
+    for ax, panel in zip(axes[0], panels):
+        x = np.arange(len(panel.models))
         for t_index, t in enumerate(tracks):
             for key in metrics:
-                rows = cells[(cells["metric"] == key) & (cells["track"] == t)].set_index("paper_model").reindex(models)
+                rows = cells[(cells["metric"] == key) & (cells["track"] == t)].set_index("model").reindex(
+                    list(panel.models))
                 offset = (t_index - (len(tracks) - 1) / 2) * 0.08
                 errors = np.abs(np.vstack([rows["delta"] - rows["ci_low"], rows["ci_high"] - rows["delta"]]))
                 ax.errorbar(x + offset, rows["delta"], yerr=errors, color=colours[key], marker="o", ms=4,
                             ls="-" if t == "intimate" else "--", capsize=2, lw=1.3)
         ax.axhline(0, color="0.3", lw=0.9)
-        ax.set_xticks(x, [m.replace("Qwen3-", "") for m in models], rotation=20)
-        ax.set_title(panel)
-    axes[0].set_ylabel("Δ = female − male (terms; pp for Instr.)")
+        ax.set_xticks(x, [short_name(m, panel.models) for m in panel.models], rotation=20)
+        ax.set_title(panel.title)
+    axes[0][0].set_ylabel("Δ = female − male (terms; pp for Instr.)")
     handles = [Line2D([], [], color=colours[k], marker="o", label=metric(k).label) for k in metrics]
     handles += [Line2D([], [], color="0.3", ls="-" if t == "intimate" else "--", label=tables.TRACK_LABELS[t])
                 for t in tracks]

@@ -27,6 +27,8 @@ import pandas as pd
 from .runs import atomic_write, run_dir
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."
+PLUMBING_BANNER = ("PLUMBING CHECK: real answers from a tiny model on a local server; they exercise the pipeline "
+                   "on a real LLM and are meaningless as findings about any model.")
 ARTIFACT_FOLDERS = ("benchmark", "tables", "figures")
 OTHER_SECTION = "Other artifacts"
 
@@ -140,6 +142,11 @@ class Run:
     def simulated(self) -> bool:
         return bool(self.simulated_because)
 
+    @property
+    def plumbing_check(self) -> bool:
+        """Whether a plumbing-check model (tiny, meaningless answers) produced any of the run."""
+        return bool(self.manifest.get("plumbing_check"))
+
 
 def collect_artifacts(run: Path) -> list[Artifact]:
     """Artifacts in the paper's order, then names the paper's list does not know (alphabetically)."""
@@ -190,12 +197,15 @@ def simulation_evidence(manifest: dict, tables: list[Path], notebooks: list[Path
 
 
 def _simulated_entries(value: object, where: str = "") -> list[str]:
-    """Places in nested JSON that mark simulation: backend/client 'sim', simulated: true, text 'SIMULATED'."""
+    """Places in nested JSON that mark simulation: client 'sim', simulated: true, text 'SIMULATED'.
+
+    A `backend` parameter is not evidence: it only picks the paper's models when none are given.
+    """
     if isinstance(value, dict):
         found = []
         for key, item in value.items():
             here = f"{where}.{key}" if where else str(key)
-            if (key in ("backend", "client") and item == "sim") or (key == "simulated" and item is True):
+            if (key == "client" and item == "sim") or (key == "simulated" and item is True):
                 found.append(f"{here} = {json.dumps(item)}")
             else:
                 found += _simulated_entries(item, here)
@@ -281,6 +291,8 @@ def render_markdown(run: Run, generated: str) -> str:
     lines = [f"# GAMA-Bench run report: {run.path.name}", ""]
     if run.simulated:
         lines += [f"> **{BANNER}**", ">", "> Marked simulated by: " + _evidence(run.simulated_because), ""]
+    if run.plumbing_check:
+        lines += [f"> **{PLUMBING_BANNER}**", ""]
     lines += [f"- **{label}:** {_md_inline(value)}" for label, value in run_facts(run, generated)] + [""]
     lines += ["## Contents", ""]
     for section, artifacts in _by_section(run.artifacts):
@@ -378,6 +390,8 @@ def render_html(run: Run, generated: str) -> str:
     if run.simulated:
         parts.append(f'<div class="banner" id="simulated-banner">{e(BANNER)}'
                      f"<small>Marked simulated by: {e(_evidence(run.simulated_because))}</small></div>")
+    if run.plumbing_check:
+        parts.append(f'<div class="banner" id="plumbing-banner">{e(PLUMBING_BANNER)}</div>')
     parts.append(f"<h1>GAMA-Bench run report: {e(run.path.name)}</h1>")
     parts.append('<dl class="facts">' + "".join(f"<dt>{e(label)}</dt><dd>{e(value)}</dd>"
                                                 for label, value in run_facts(run, generated)) + "</dl>")

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from . import llm
-from .schema import ARMS, PAIRS, RESPONSES, require
+from .schema import ARMS, OTHER_GROUP, PAIRS, RESPONSES, require
 
 REFUSAL = re.compile(r"^\W*(i(?:'m| am) sorry,? but i (?:can(?:'|no)t|won't)|i can(?:'|no)t (?:help|assist) with|"
                      r"i(?:'m| am) (?:not able|unable) to (?:help|assist))", re.IGNORECASE)
@@ -45,10 +45,21 @@ def select_pairs(pairs: pd.DataFrame, track: str | Sequence[str] | None = None,
             if unknown:
                 raise ValueError(f"filter {column}={unknown} matches no pair; present: {sorted(set(pairs[column]))}")
             out = out[out[column].isin(values)]
+    return out if limit is None else _round_robin(out, limit)
+
+
+def _round_robin(pairs: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The first `limit` rows taken round-robin over dimensions (the first of each, then the second, ...)."""
+    rank = pairs.groupby("dimension", sort=False).cumcount()
+    return pairs.assign(_rank=rank).sort_values("_rank", kind="stable").head(limit).drop(columns="_rank")
+
+
+def limit_responses(responses: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The responses of at most `limit` pairs, chosen round-robin over dimensions as `select_pairs` does."""
     if limit is None:
-        return out
-    rank = out.groupby("dimension", sort=False).cumcount()  # round-robin over dimensions, in benchmark order
-    return out.assign(_rank=rank).sort_values("_rank", kind="stable").head(limit).drop(columns="_rank")
+        return responses
+    kept = _round_robin(responses.drop_duplicates("pair_id")[["pair_id", "dimension"]], limit)["pair_id"]
+    return responses[responses["pair_id"].isin(set(kept))].reset_index(drop=True)
 
 
 def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelSpec],
@@ -71,7 +82,8 @@ def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelS
                     raise ValueError(f"pair {pair.pair_id}: prompt_{arm} is empty")
                 for sample in range(samples_per_prompt):
                     tag = {"pair_id": pair.pair_id, "track": pair.track, "dimension": pair.dimension,
-                           "severity": pair.severity, "style": pair.style, "model": spec.alias, "arm": arm,
+                           "severity": pair.severity, "style": pair.style, "model": spec.alias,
+                           "group": spec.group or OTHER_GROUP, "arm": arm,
                            "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt)}
                     requests.append(llm.Request(spec, messages=[{"role": "user", "content": prompt}],
                                                 sample=sample, tag=tag))
@@ -84,13 +96,13 @@ def responses_frame(results: Sequence[llm.Result]) -> pd.DataFrame:
     rows = []
     for r in results:
         tag = r.tag
-        rows.append({**{k: tag[k] for k in ("pair_id", "track", "dimension", "severity", "style", "model", "arm",
-                                           "sample", "prompt", "prompt_hash")},
+        rows.append({**{k: tag[k] for k in ("pair_id", "track", "dimension", "severity", "style", "model", "group",
+                                           "arm", "sample", "prompt", "prompt_hash")},
                      "answer": r.text if r.text is not None else "", "reasoning": r.reasoning,
                      "finish_reason": r.finish_reason, "input_tokens": r.input_tokens,
                      "output_tokens": r.output_tokens, "latency_s": r.latency_s, "error": r.error,
                      "cached": r.cached, "simulated": bool(r.simulated)})
-    frame = pd.DataFrame(rows, columns=[*RESPONSES, "cached"])
+    frame = pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
     return frame.sort_values(["model", "pair_id", "arm", "sample"], kind="stable").reset_index(drop=True)
 
 
@@ -104,7 +116,9 @@ def collect_responses(pairs: pd.DataFrame, target_models: Iterable[str | dict | 
     requests = build_requests(pairs, specs, arms, samples_per_prompt, seed)
     results = llm.run(requests, cache=cache, concurrency=concurrency, budget=budget, progress=progress,
                       desc="04_respond")
-    return responses_frame(results)
+    frame = responses_frame(results)
+    frame.attrs["llm_stats"] = dict(results.stats)
+    return frame
 
 
 def answer_status(responses: pd.DataFrame) -> pd.Series:
@@ -119,7 +133,7 @@ def answer_status(responses: pd.DataFrame) -> pd.Series:
 
 
 def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
-    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), mean latency.
+    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), latency (mean, p95, max).
 
     The cost is None for a model the registry cannot price (an imported model name, an inline spec).
     """
@@ -131,10 +145,27 @@ def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
                      **{s: int((group.status == s).sum()) for s in ("failed", "empty", "truncated", "refused")},
                      "input_tokens": tokens_in, "output_tokens": tokens_out,
                      "cost_usd": _cost(model, tokens_in, tokens_out),
-                     "mean_latency_s": round(float(group.latency_s.astype(float).mean()), 3)
-                     if group.latency_s.notna().any() else None,
-                     "simulated": bool(group.simulated.any())})
+                     **_latency(group["latency_s"]), "simulated": bool(group.simulated.any())})
     return pd.DataFrame(rows)
+
+
+LAYER_STATS = ("requests", "cached", "answered", "errors", "retries", "rate_limited", "server_errors",
+               "transport_errors", "malformed", "wall_s")
+
+
+def layer_stats(responses: pd.DataFrame) -> pd.DataFrame:
+    """What the LLM layer met while collecting (retries, 429s, 5xx such as a server still loading, ...): one row."""
+    stats = responses.attrs.get("llm_stats") or {}
+    return pd.DataFrame([{k: stats[k] for k in LAYER_STATS if k in stats}])
+
+
+def _latency(seconds: pd.Series) -> dict[str, float | None]:
+    """Mean, 95th percentile and maximum latency in seconds (None when no latency was recorded)."""
+    values = pd.to_numeric(seconds, errors="coerce").dropna()
+    if values.empty:
+        return {"mean_latency_s": None, "p95_latency_s": None, "max_latency_s": None}
+    return {"mean_latency_s": round(float(values.mean()), 3), "p95_latency_s": round(float(values.quantile(0.95)), 3),
+            "max_latency_s": round(float(values.max()), 3)}
 
 
 def _cost(model: str, tokens_in: int, tokens_out: int) -> float | None:
@@ -183,7 +214,7 @@ IMPORT_COLUMNS = ("pair_id", "model", "arm", "answer")
 
 def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bool = False) -> pd.DataFrame:
     """Answers collected elsewhere (CSV or JSONL: pair_id, model, arm, answer [, sample, reasoning,
-    finish_reason]) as a responses frame joined to the benchmark's pairs, ready for 05_evaluate.
+    finish_reason, group]) as a responses frame joined to the benchmark's pairs, ready for 05_evaluate.
 
     Errors name the file, row and field: unknown pair_id, unknown arm, a duplicated key, a missing column.
     """
@@ -214,10 +245,11 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
         pair = known.loc[row.pair_id]
         prompt = pair[f"prompt_{row.arm}"]
         rows.append({"pair_id": row.pair_id, **{c: pair[c] for c in ("track", "dimension", "severity", "style")},
-                     "model": row.model, "arm": row.arm, "sample": int(row.sample), "prompt": prompt,
+                     "model": row.model, "group": getattr(row, "group", None) or OTHER_GROUP,
+                     "arm": row.arm, "sample": int(row.sample), "prompt": prompt,
                      "prompt_hash": prompt_hash(prompt), "answer": row.answer,
                      "reasoning": getattr(row, "reasoning", None) or None,
                      "finish_reason": getattr(row, "finish_reason", None) or None, "input_tokens": None,
                      "output_tokens": None, "latency_s": None, "error": None, "cached": False,
                      "simulated": simulated})
-    return pd.DataFrame(rows, columns=[*RESPONSES, "cached"])
+    return pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])

@@ -9,6 +9,7 @@ metadata from notebooks before they are committed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -17,21 +18,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from .paths import CONFIGS, NOTEBOOKS, ROOT, RUNS, resolve
+from . import paths
+from .paths import CONFIGS, NOTEBOOKS, ROOT, resolve
 
 DEFAULT_KERNEL = "gama-bench"
 
 
 def run_dir(run: str | Path) -> Path:
-    """The folder of a run: a bare name lives under outputs/runs/, a path is taken as given."""
+    """The folder of a run: a bare name lives under outputs/runs/, a path is taken as given.
+
+    A relative path that starts with outputs/ is read under the outputs folder (GAMA_OUTPUTS when set).
+    """
     path = Path(run)
-    return resolve(path) if len(path.parts) > 1 or path.is_absolute() else RUNS / str(run)
+    if not path.is_absolute() and path.parts[:1] == ("outputs",):
+        return paths.OUTPUTS.joinpath(*path.parts[1:])
+    return resolve(path) if len(path.parts) > 1 or path.is_absolute() else paths.RUNS / str(run)
 
 
 def atomic_write(path: Path, data: str | bytes) -> Path:
@@ -94,10 +102,22 @@ def git_commit() -> str | None:
         return None
 
 
-def update_manifest(run: str | Path, stage: str, **entries: object) -> Path:
-    """Record a stage's parameters and facts in run_dir/manifest.json (no secrets: callers pass none)."""
+def update_manifest(run: str | Path, stage: str, models: Iterable[object] = (), **entries: object) -> Path:
+    """Record a stage's parameters and facts in run_dir/manifest.json (no secrets: callers pass none).
+
+    `models` (aliases, inline specs or ModelSpecs the stage called; "lexicon" is skipped) are recorded
+    under "models" by alias without credentials; a plumbing-check model marks the whole run as one.
+    """
+    from . import llm
+
     path = run_dir(run) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for model in models:
+        if model is None or model == "lexicon":
+            continue
+        spec = llm.resolve_model(model)
+        manifest.setdefault("models", {})[spec.alias] = spec.public_dict()
+        manifest["plumbing_check"] = bool(manifest.get("plumbing_check")) or spec.plumbing_check
     manifest.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     manifest["git_commit"] = git_commit()
     manifest["python"] = platform.python_version()
@@ -112,6 +132,12 @@ def _version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
+
+
+def plumbing_check(run: str | Path) -> bool:
+    """Whether the run used a plumbing-check model (a tiny real model whose answers are meaningless)."""
+    path = run_dir(run) / "manifest.json"
+    return path.exists() and bool(json.loads(path.read_text(encoding="utf-8")).get("plumbing_check"))
 
 
 def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -168,16 +194,23 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
     timings_path = run_path / "timings.json"
     timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
     done = []
-    for nb in notebooks:
-        start = time.perf_counter()
-        print(f"[{profile}] {nb.name} → {out_dir / nb.name}", flush=True)
-        papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel,
-                                   parameters=notebook_parameters(settings, nb, run_path),
-                                   cwd=str(NOTEBOOKS), progress_bar=False)
-        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
-        timings[nb.stem] = row
-        done.append(row)
-        atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+    with contextlib.ExitStack() as stack:
+        if settings.get("server"):
+            from . import local_server
+
+            stack.enter_context(local_server.stop_on_sigterm())
+            base_url = stack.enter_context(local_server.serve(settings["server"]))
+            print(f"[{profile}] local server at {base_url} (stopped when the run ends)", flush=True)
+        for nb in notebooks:
+            start = time.perf_counter()
+            print(f"[{profile}] {nb.name} → {out_dir / nb.name}", flush=True)
+            papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel,
+                                       parameters=notebook_parameters(settings, nb, run_path),
+                                       cwd=str(NOTEBOOKS), progress_bar=False)
+            row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
+            timings[nb.stem] = row
+            done.append(row)
+            atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
     if report:
         from .report import build_report
 

@@ -9,16 +9,17 @@ pairs (03_compile → 04_respond), one row per mirrored pair:
 responses (04_respond → 05_evaluate), one row per pair × model × arm × sample:
     pair_id, track, dimension, severity, style, model, arm ("male"/"female"/"neutral"),
     sample, prompt, prompt_hash, answer, reasoning, finish_reason, input_tokens, output_tokens,
-    latency_s, error (None when the call succeeded), simulated (bool)
+    latency_s, error (None when the call succeeded), simulated (bool);
+    optional: group (the model's row group in tables, from the registry; "other" when it has none)
 evaluations (05_evaluate → 06/07/08), one row per response × evaluator:
     pair_id, track, dimension, severity, style, model, arm, sample, evaluator, blind,
     valid (bool), punitive_terms, therapeutic_terms (lists of str),
     punitive_count, therapeutic_count (int), severity_rating (int 1-5),
     empathises_with_actor, instructional, full_blame (0/1), blame ("full"/"partial"/"none"),
-    invalid_reason, simulated (bool)
+    invalid_reason, simulated (bool); optional: group (carried from responses)
 gaps (06 → tables/plots/robustness), one row per model × track × metric [× stratum]:
     model, track, metric, male, female, delta, n_pairs, n_excluded, ci_low, ci_high,
-    p_value, p_holm, effect_size, simulated
+    p_value, p_holm, effect_size, simulated; optional: group (carried from evaluations)
     (means and Δ in the paper's units: counts/ratings as is, rates in %, Δ in points)
 """
 
@@ -38,6 +39,7 @@ EVALUATIONS = ("pair_id", *CELL, "model", "arm", "sample", "evaluator", "blind",
 GAPS = ("model", "track", "metric", "male", "female", "delta", "n_pairs", "n_excluded",
         "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated")
 ARMS = ("male", "female", "neutral")
+OTHER_GROUP = "other"  # the row group of a model the registry gives no group
 BLAME_LEVELS = ("full", "partial", "none")
 
 

@@ -9,23 +9,26 @@ whether any of its rows is simulated.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gama_utils import gaps as gap_stats
+from gama_utils import runs
 from gama_utils.grid import BY_SLUG, TRACKS
 from gama_utils.metrics import CORE_TEST_METRICS, METRIC_KEYS, METRICS, metric
 from gama_utils.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
-from gama_utils.schema import require
+from gama_utils.schema import OTHER_GROUP, require
 
 GROUP_LABELS = {"proprietary": "Proprietary models", "open-source": "Open-source models",
-                "qwen-variants": "Qwen variants", "other": "Other models"}
+                "qwen-variants": "Qwen variants", OTHER_GROUP: "Other models"}
 TRACK_LABELS = {"intimate": "Intimate Track", "public": "Public Track"}
 DELTA = "Δ"
 SIMULATED_NOTE = "SIMULATED data (synthetic answers from the sim backend; not a finding)."
+PLUMBING_NOTE = ("PLUMBING CHECK (real answers from a tiny local model, meaningless as findings; "
+                 "this run checks the pipeline on a real server).")
 BY_LABEL = {m.label: m.key for m in METRICS}
 
 # Across-model averages the paper states in §4.2 (DESIGN §7): (track, metric, value, decimals printed).
@@ -36,23 +39,46 @@ PAPER_STATEMENTS: tuple[tuple[str, str, float, int], ...] = (
 )
 
 
-def model_rows(models: Iterable[str]) -> pd.MultiIndex:
-    """Row index (Group, Model): proprietary then open-source in the paper's order, Qwen variants, then others.
+def model_rows(models: Iterable[str], groups: Mapping[str, str] | None = None) -> pd.MultiIndex:
+    """Row index (Group, Model): the registry's groups (the paper's first, in its order), then "Other models".
 
-    A run's model is placed by the paper model it names, ignoring case and punctuation
-    ("gpt-5.4" sits where GPT-5.4 does); the run's spelling is kept.
+    `groups` maps a model to its group (the gaps' `group` column); a model without one is placed by
+    the paper model it names, ignoring case and punctuation ("gpt-5.4" sits where GPT-5.4 does), or
+    under "Other models". Within a group the paper's order comes first, then the run's; the run's
+    spelling is kept.
     """
     known = list(MAIN_MODELS) + list(QWEN_VARIANTS)
-    groups = list(GROUP_LABELS)
     unique = list(dict.fromkeys(models))
+    group_of = {m: _group(m, groups) for m in unique}
+    extra = [g for g in dict.fromkeys(group_of.values()) if g not in GROUP_LABELS]
+    order = [g for g in GROUP_LABELS if g != OTHER_GROUP] + extra + [OTHER_GROUP]
 
     def placement(model: str) -> tuple[int, int, int]:
         name = paper_name(model) or model
-        return groups.index(model_group(name)), known.index(name) if name in known else len(known), unique.index(model)
+        return order.index(group_of[model]), known.index(name) if name in known else len(known), unique.index(model)
 
     ordered = sorted(unique, key=placement)
-    return pd.MultiIndex.from_tuples([(GROUP_LABELS[model_group(paper_name(m) or m)], m) for m in ordered],
-                                     names=["Group", "Model"])
+    return pd.MultiIndex.from_tuples([(group_label(group_of[m]), m) for m in ordered], names=["Group", "Model"])
+
+
+def group_label(group: str) -> str:
+    """The row-group heading of a registry group ("proprietary" → "Proprietary models"; own labels as given)."""
+    return GROUP_LABELS.get(group, str(group))
+
+
+def _group(model: str, groups: Mapping[str, str] | None) -> str:
+    group = (groups or {}).get(model)
+    if isinstance(group, str) and group:
+        return group
+    return model_group(paper_name(model) or model)
+
+
+def model_groups(cells: pd.DataFrame) -> dict[str, str] | None:
+    """model → group from a frame's optional `group` column."""
+    if "group" not in cells.columns:
+        return None
+    return {m: g for m, g in cells[["model", "group"]].drop_duplicates("model").itertuples(index=False)
+            if isinstance(g, str)}
 
 
 def paper_name(model: str) -> str | None:
@@ -68,7 +94,7 @@ def paper_layout(gaps: pd.DataFrame, track: str, comparison: str = gap_stats.PAP
     metrics = [m for m in METRIC_KEYS if m in set(cells["metric"])]
     table = cells.pivot(index="model", columns="metric", values=[reference, arm, "delta"])
     table.columns = table.columns.set_names(["value", "metric"])
-    rows = model_rows(cells["model"])
+    rows = model_rows(cells["model"], model_groups(cells))
     columns = pd.MultiIndex.from_tuples([(metric(m).label, label) for m in metrics for label in labels],
                                         names=["Metric", ""])
     data = {(metric(m).label, label): table[(value, m)].reindex(rows.get_level_values("Model")).to_numpy()
@@ -83,7 +109,7 @@ def pvalue_table(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS,
     cells = cells[cells["metric"].isin(metrics)]
     value = "p_holm" if adjusted else "p_value"
     tracks = [t for t in TRACKS if t in set(cells["track"])]
-    rows = model_rows(cells["model"])
+    rows = model_rows(cells["model"], model_groups(cells))
     table = cells.pivot_table(index="model", columns=["track", "metric"], values=value, aggfunc="first", dropna=False)
     columns = pd.MultiIndex.from_tuples([(TRACK_LABELS[t], metric(m).label) for t in tracks for m in metrics],
                                         names=["Track", "Metric"])
@@ -151,6 +177,11 @@ def paper_gaps(paper: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def paper_models_only(gaps: pd.DataFrame, models: Sequence[str] = MAIN_MODELS) -> pd.DataFrame:
+    """The rows of the run's models that are among the paper's `models` (its ten of Table 5 by default)."""
+    return gaps[gaps["model"].map(lambda m: paper_name(m) in models)]
+
+
 def check_paper_statements(averages: pd.DataFrame) -> pd.DataFrame:
     """The §4.2 across-model averages (PAPER_STATEMENTS) beside `gaps.model_average` output, rounded as printed."""
     require(averages, ("track", "metric", "delta"), "model averages")
@@ -180,23 +211,25 @@ def compare_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
         on=["key", "track", "metric"], how="inner")
     signs = np.sign(merged["delta"]) * np.sign(merged["paper_delta"])
     merged["same_direction"] = signs.map({1.0: True, -1.0: False}).astype(object).where(signs != 0, np.nan)
-    return merged[["model", "track", "metric", "delta", "paper_delta", "same_direction", "simulated"]]
+    return merged[["model", *(["group"] if "group" in merged.columns else []), "track", "metric", "delta",
+                   "paper_delta", "same_direction", "simulated"]]
 
 
-def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame | None:
     """Rows (Track, Group, Model) for the run's models that are the paper's; per metric: run Δ, paper Δ, same sign.
 
+    None when none of the run's models is one of the paper's (there is nothing to compare).
     attrs["direction_agreement"]: share of cells with the same sign, over cells where neither Δ is 0.
     """
     compared = compare_with_paper(gaps, paper)
     if compared.empty:
-        raise ValueError("none of the run's models is one of the paper's; nothing to put side by side")
+        return None
     metrics = [m for m in METRIC_KEYS if m in set(compared["metric"])]
     labels = ("Run Δ", "Paper Δ", "Same sign")
     frames = []
     for track in [t for t in TRACKS if t in set(compared["track"])]:
         cells = compared[compared["track"] == track]
-        rows = model_rows(cells["model"])
+        rows = model_rows(cells["model"], model_groups(cells))
         by_model = cells.set_index(["model", "metric"])
         models = rows.get_level_values("Model")
         data = {(metric(m).label, label): [by_model[value].get((model, m), np.nan) for model in models]
@@ -226,12 +259,13 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
                 simulated: bool | None = None) -> dict[str, Path]:
     """Write name.csv (numbers), name.md and name.tex (paper style) with the caption; returns the paths.
 
-    The caption starts with "SIMULATED" when `simulated` (default: the table's attrs) is true.
+    The caption starts with "SIMULATED" when `simulated` (default: the table's attrs) is true, and
+    with "PLUMBING CHECK" when the run the folder belongs to used a plumbing-check model.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     simulated = table.attrs.get("simulated", False) if simulated is None else simulated
-    caption = f"{SIMULATED_NOTE} {caption}" if simulated else caption
+    caption = f"{provenance_note(directory, simulated)} {caption}".lstrip()
     paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("csv", "md", "tex")}
     flat = _flatten(table)
     flat.to_csv(paths["csv"], index=False)
@@ -240,9 +274,16 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
     latex = _latex_frame(format_table(table))
     paths["tex"].write_text(latex.to_latex(index=False, escape=False, caption=_latex_escape(caption),
                                            label=f"tab:{name}", multicolumn=True, multicolumn_format="c",
-                                           column_format="l" * table.index.nlevels + "r" * table.shape[1]),
+                                           column_format="l" * _index_frame(table).shape[1] + "r" * table.shape[1]),
                             encoding="utf-8")
     return paths
+
+
+def provenance_note(directory: str | Path, simulated: bool) -> str:
+    """What a table or figure written into `directory` (a run's tables/ or figures/) must say it is, or ""."""
+    if simulated:
+        return SIMULATED_NOTE
+    return PLUMBING_NOTE if runs.plumbing_check(Path(directory).parent) else ""
 
 
 def select_cells(gaps: pd.DataFrame, track: str | None = None, comparison: str = gap_stats.PAPER_COMPARISON,
@@ -309,9 +350,16 @@ def _flatten(table: pd.DataFrame, blank_repeats: bool = False) -> pd.DataFrame:
     """Index levels as leading columns and 'Metric Part' column names; repeated index labels blanked if asked."""
     flat = table.copy()
     flat.columns = [" ".join(str(p) for p in c if str(p)) if isinstance(c, tuple) else str(c) for c in flat.columns]
-    index = flat.index.to_frame(index=False)
+    index = _index_frame(flat)
     index = _blank_repeats(index) if blank_repeats else index
     return pd.concat([index, flat.reset_index(drop=True)], axis=1)
+
+
+def _index_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The index levels as columns; none for a plain row number (an unnamed RangeIndex)."""
+    if isinstance(table.index, pd.RangeIndex) and table.index.name is None:
+        return pd.DataFrame(index=range(len(table)))
+    return table.index.to_frame(index=False)
 
 
 def _blank_repeats(index: pd.DataFrame) -> pd.DataFrame:
@@ -327,7 +375,7 @@ def _blank_repeats(index: pd.DataFrame) -> pd.DataFrame:
 
 def _latex_frame(formatted: pd.DataFrame) -> pd.DataFrame:
     flat = formatted.map(_latex_escape)
-    index = _blank_repeats(formatted.index.to_frame(index=False).map(_latex_escape))
+    index = _blank_repeats(_index_frame(formatted).map(_latex_escape))
     if isinstance(formatted.columns, pd.MultiIndex):
         flat.columns = pd.MultiIndex.from_tuples([tuple(_latex_escape(str(p)) for p in c) for c in formatted.columns])
         index.columns = pd.MultiIndex.from_tuples([(_latex_escape(str(c)),) + ("",) * (formatted.columns.nlevels - 1)

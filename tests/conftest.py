@@ -11,6 +11,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_openai import FakeOpenAI
 
+
+def pytest_addoption(parser):
+    parser.addoption("--local", action="store_true",
+                     help="also run the real-LLM tests on a local llama.cpp server (make test-local)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--local"):
+        return
+    skip = pytest.mark.skip(reason="a real LLM on a local llama.cpp server: run with make test-local")
+    for item in items:
+        if "local" in item.keywords:
+            item.add_marker(skip)
+
 FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
 FAKE_KEY = "key-fake-SENTINEL-7f3c9a2e41d84b6f"
 

