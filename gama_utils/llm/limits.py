@@ -7,6 +7,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from gama_utils.llm.errors import ConfigError
+from gama_utils.llm.registry import ModelSpec, estimate_cost
+
 
 @dataclass
 class Budget:
@@ -28,6 +31,16 @@ class Budget:
     cost_usd: float = 0.0
     reserved_tokens: int = field(default=0, repr=False)
     reserved_cost_usd: float = field(default=0.0, repr=False)
+
+    def check_priced(self, specs: list[ModelSpec]) -> None:
+        """ConfigError naming every model a cost cap cannot be enforced on (no price), before anything is sent."""
+        if self.max_cost_usd is None:
+            return
+        unpriced = [s for s in specs if estimate_cost(s, 0, 0) is None]
+        if unpriced:
+            raise ConfigError([f"{s.alias}: no price (price_input_per_m / price_output_per_m in configs/models.yaml "
+                               f"or in its inline spec), so max_usd={self.max_cost_usd} cannot be enforced; add "
+                               f"both prices, or set max_usd=None to send without a cost cap" for s in unpriced])
 
     def reserve(self, tokens: int, cost_usd: float) -> str | None:
         """Count one request about to be sent; return why not instead if it could overspend."""

@@ -5,12 +5,15 @@ Without one, the rate is learned:
 - from rate-limit headers (x-ratelimit-limit-requests / -remaining- / -reset- and the token ones,
   as OpenAI-compatible APIs send them): the first reply sets the pace, before any 429;
 - from 429s: the rejected request waits as Retry-After says, then takes its paced turn again.
-  When 429s are frequent (at least 3, and 10% of the replies of the last second) the whole model
-  waits (one hold, so waiting requests leave one by one at the paced rate rather than in a herd)
-  and, once the hold is over, the rate is cut to what the server was admitting in the second
-  before (never by more than half; not at all when nothing got through, then Retry-After rules). It grows back after calm seconds: by 10% a second while well
-  below the rate that drew the 429s, by 1% a second near it (AIMD on the rate). Isolated 429s
-  (a busy provider) delay only their own request;
+  When 429s are frequent (at least 3, 10% of the requests sent in the last second counted as at
+  least 24, and three standard deviations above the run's usual share of 429s, so a provider
+  that answers a steady few percent 429 at any rate is not read as a limit) the
+  whole model waits (one hold, so waiting requests leave one by one at the paced rate rather
+  than in a herd) and, once the hold is over, the rate is cut to what the server admitted in the
+  second before (never by more than half; not at all when nothing got through: then Retry-After
+  rules). After two seconds without frequent 429s, while the rate is what holds requests back,
+  it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
+  the rate). Isolated 429s (a busy provider) delay only their own request;
 - from a limit saved by an earlier run for the same provider, model and server (a starting point
   that keeps adapting).
 
@@ -36,12 +39,14 @@ from gama_utils.llm.limits import ConcurrencyLimit, RateLimiter
 DEFAULT_CONCURRENCY = 64          # the most requests in flight per model when none is given
 INITIAL_CONCURRENCY = 16          # where an adaptive limit starts (slow start doubles it each round trip)
 HEADER_MARGIN = 0.98              # pace at 98% of a limit the server announces
-CALM_S = 2.0                      # seconds without a 429 before the rate grows again
+CALM_S = 2.0                      # seconds without frequent 429s before the rate grows again
 WINDOW_S = 1.0                    # the admitted rate is measured over this window
 FAST_GROWTH, SLOW_GROWTH = 0.10, 0.01    # rate growth per second: far below / near the rate that drew a 429
 QUEUE_RATIO = 3.0                 # latency per token this many times the baseline: the server queues
 FLAT_RATIO = 1.5                  # below this the server keeps up: the number in flight may grow
-FREQUENT = 0.10                   # 429s in at least this share of the last second's replies: over the limit
+FREQUENT = 0.10                   # 429s for at least this share of the last second's requests: over the limit
+FEW_SENT = 24                     # ... counting at least this many requests, so a few random 429s are no signal
+SHARE_SPAN = 500                  # the run's usual share of 429s is averaged over about this many replies
 MIN_RATE = 1 / 60                 # requests per second: never slower than one a minute
 FORGET = 1.001                    # the fastest latency per token seen is forgotten by 0.1% per answer
 
@@ -55,7 +60,7 @@ class Pacer:
         self.slots = ConcurrencyLimit(maximum, None if fixed else INITIAL_CONCURRENCY)
         self.ceiling = rpm / 60.0 if rpm else None
         saved = saved or {}
-        start = rpm or saved.get("rpm")
+        start = rpm or (saved.get("rpm") or 0) * HEADER_MARGIN
         self.requests = RateLimiter(start) if start else None
         token_rate = tpm or saved.get("tpm")
         self.tokens = RateLimiter(token_rate) if token_rate else None
@@ -72,6 +77,8 @@ class Pacer:
         self.last_answer = time.monotonic()
         self._shift = 0.0
         self._last_429 = -1e9
+        self._last_frequent = -1e9
+        self._share_429 = 0.0
         self._last_grow = 0.0
         self._last_cut = -1e9
         self._cut_due: float | None = None
@@ -79,7 +86,6 @@ class Pacer:
         self._sends: deque[float] = deque()
         self._rejected: deque[float] = deque()
         self._limited: deque[float] = deque()
-        self._replies: deque[float] = deque(maxlen=4096)
         self._slow_start = not fixed
         self._latencies: deque[tuple[float, float]] = deque(maxlen=128)
         self._answers = 0
@@ -126,9 +132,9 @@ class Pacer:
         """An answer arrived: read the rate headers, grow the rate after calm, watch the latency."""
         now = sent_at + latency
         self.last_answer = now
-        self._replies.append(now)
+        self._share_429 -= self._share_429 / SHARE_SPAN
         self._read_headers(headers, now)
-        if self.requests is not None and now - self._last_429 > CALM_S and self.requests.busy(now):
+        if self.requests is not None and now - self._last_frequent > CALM_S and self.requests.busy(now):
             self._grow_rate(now)
         if not self.fixed:
             self._watch_latency(sent_at, latency / ((output_tokens or 0) + 32))
@@ -136,7 +142,7 @@ class Pacer:
     def rate_limited_reply(self, sent_at: float, retry_after: float | None, headers: Mapping[str, str]) -> float:
         """A 429 (not an exhausted quota): returns how long that request waits before its next turn.
 
-        Frequent 429s (at least 3 and 10% of the replies of the last second) also hold the whole model for
+        Frequent 429s (at least 3, and 10% of the requests sent in the last second) also hold the whole model for
         Retry-After and plan a cut of the rate; isolated ones (a busy provider) only delay their request.
         """
         now = time.monotonic()
@@ -144,17 +150,17 @@ class Pacer:
         self._last_429 = now
         self._rejected.append(sent_at)
         self._limited.append(now)
-        self._slow_start = False
         self._read_headers(headers, now)
         rate = self.rate()
         wait = min(retry_after if retry_after is not None else (1.0 / rate if rate else 1.0), 60.0)
         limited = self._limited
         while limited[0] < now - WINDOW_S:
             limited.popleft()
-        replies = self._replies
-        while replies and replies[0] < now - WINDOW_S:
-            replies.popleft()
-        if len(limited) >= 3 and len(limited) >= FREQUENT * (len(limited) + len(replies)):
+        sent = sum(1 for t in self._sends if t >= now - WINDOW_S)
+        self._share_429 += (1.0 - self._share_429) / SHARE_SPAN
+        expected = self._share_429 * sent                   # what the usual share of 429s would give
+        if len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5):
+            self._last_frequent = now
             self.hold(now + wait, now)
             if sent_at >= self._last_cut and self._cut_due is None:
                 self._cut_due = now
@@ -178,16 +184,22 @@ class Pacer:
 
     def _set_rate(self, per_second: float) -> None:
         per_second = max(MIN_RATE, per_second)
-        if self.ceiling is not None:
-            per_second = min(per_second, self.ceiling)
-        if self.header_rpm is not None:
-            per_second = min(per_second, self.header_rpm * HEADER_MARGIN / 60.0)
+        cap = self._cap()
+        if cap is not None:
+            per_second = min(per_second, cap)
         if self.requests is None:
             self.requests = RateLimiter(per_second * 60.0)
             self.requests.postpone(self.hold_until)
         else:
             self.requests.per_minute = per_second * 60.0
         self.peak_rate = max(self.peak_rate or 0.0, per_second)
+
+    def _cap(self) -> float | None:
+        """The highest rate allowed: the configured one, or 98% of the server's announced limit if lower."""
+        announced = self.header_rpm * HEADER_MARGIN / 60.0 if self.header_rpm else None
+        if self.ceiling is None or announced is None:
+            return self.ceiling if announced is None else announced
+        return self.ceiling if self.ceiling * 60.0 <= self.header_rpm else announced
 
     def _admitted(self, end: float) -> float:
         """Requests per second the server admitted (sent and not answered 429) in the window before `end`."""
@@ -206,7 +218,7 @@ class Pacer:
         current = self.rate()
         if current is None:
             current = max(admitted, sum(1 for t in self._sends if t >= due - WINDOW_S) / WINDOW_S)
-        self._drew_429 = current
+        self._drew_429 = admitted
         self._set_rate(min(current * 0.95, max(admitted * 0.97, current * 0.5)))
         self.source = "429" if self.source != "configured" else self.source
         self.rate_cuts += 1
@@ -235,7 +247,7 @@ class Pacer:
     def _apply_headers(self, info: RateHeaders, now: float) -> None:
         if info.limit_requests and info.limit_requests > 0 and info.limit_requests != self.header_rpm:
             self.header_rpm = info.limit_requests
-            if self.source != "configured" or self.ceiling is None or self.ceiling * 60 > self.header_rpm:
+            if self.ceiling is None or self.ceiling * 60 > self.header_rpm:
                 self.source = "headers"
                 self._set_rate(self.header_rpm * HEADER_MARGIN / 60.0)
         if info.limit_tokens and info.limit_tokens > 0 and info.limit_tokens != self.header_tpm:
@@ -284,7 +296,7 @@ class Pacer:
         """The limit worth saving for the next run (rpm, tpm, source), or None if nothing was learned."""
         if self.source not in ("headers", "429"):
             return None
-        rpm = self.header_rpm if self.source == "headers" else self.rate() * 60.0
+        rpm = self.header_rpm if self.source == "headers" else (self._drew_429 or self.rate()) * 60.0
         return {"rpm": round(rpm, 3), "tpm": self.header_tpm, "source": self.source}
 
     def summary(self) -> dict[str, Any]:

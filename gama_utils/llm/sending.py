@@ -106,7 +106,8 @@ class Sender:
             by_model.setdefault(name, []).append(item)
             specs.setdefault(name, item.spec)
         check_ready(list(specs.values()), registry=self.job.registry)
-        self._check_priced(list(specs.values()))
+        if self.budget is not None:
+            self.budget.check_priced(list(specs.values()))
         self.settled = asyncio.Event()
         self.models = {name: _Model(spec, self._pacer(spec)) for name, spec in specs.items()}
         by_key = {item.key: (self.models[name], item) for name, items in by_model.items() for item in items}
@@ -138,16 +139,6 @@ class Sender:
         saved = self.cache.learned_limit(spec) if self.cache is not None and not rpm else None
         return Pacer(maximum=job.concurrency or spec.max_concurrency or DEFAULT_CONCURRENCY,
                      fixed=job.concurrency is not None, rpm=rpm, tpm=tpm, saved=saved)
-
-    def _check_priced(self, specs: list[ModelSpec]) -> None:
-        if self.budget is None or self.budget.max_cost_usd is None:
-            return
-        cap = self.budget.max_cost_usd
-        unpriced = [s for s in specs if estimate_cost(s, 0, 0) is None]
-        if unpriced:
-            raise ConfigError([f"{s.alias}: no price (price_input_per_m / price_output_per_m in configs/models.yaml "
-                               f"or in its inline spec), so max_usd={cap} cannot be enforced; add both prices, or "
-                               f"set max_usd=None to send without a cost cap" for s in unpriced])
 
     def _claimed(self, claim: Any, by_key: Mapping[str, tuple[_Model, Prepared]]) -> None:
         """Queue what this run leased, take what another run answered, wait for what another run holds."""
