@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import statistics
@@ -106,7 +105,8 @@ def scenario_a(args, spec: llm.ModelSpec, key: str, tmp: Path) -> None:
             efficiencies.append(ideal / wall)
             cpus.append(1000 * cpu / n)
             model = results.stats["models"][spec.alias]
-            print(f"  {label:<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  CPU {1000 * cpu / n:4.2f} ms/req  "
+            print(f"  {label:<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  "
+                  f"CPU {1000 * cpu / n:4.2f} ms/req  "
                   f"errors {failed}  final in flight limit {model['concurrency']}", flush=True)
         median_line("efficiency", efficiencies)
         median_line("CPU", cpus, " ms/req")
@@ -209,7 +209,8 @@ def scenario_e(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
     children = [_child(server, tmp / "e.sqlite", "E", n) for _ in range(2)]
     outs = [c.communicate(timeout=600)[0].split() for c in children]
     stats = server.stats()
-    print(f"  answered in each (ok, sent by it, taken from the other): {outs}  wall {time.perf_counter() - started:.1f} s"
+    print(f"  answered in each (ok, sent by it, taken from the other): {outs}  "
+          f"wall {time.perf_counter() - started:.1f} s"
           f"  server answered {stats['answered']}  paid twice {stats['billed_twice']}", flush=True)
 
 

@@ -9,13 +9,14 @@ Without one, the rate is learned:
   least 24, and three standard deviations above the run's usual share of 429s, so a provider
   that answers a steady few percent 429 at any rate is not read as a limit) the
   whole model waits (one hold, so waiting requests leave one by one at the paced rate rather
-  than in a herd) and, once the hold is over, the rate is cut to what the server admitted in the
-  second before (never by more than half; not at all when nothing got through: then Retry-After
-  rules). After two seconds without frequent 429s, while the rate is what holds requests back,
+  than in a herd) and, once the hold is over, the rate is cut to 97% of what the server admitted
+  in the second before (never by more than half; not at all when nothing got through, then
+  Retry-After rules, nor when the rate is already below that). After two seconds without a 429,
+  while the rate is what holds requests back,
   it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
   the rate). Isolated 429s (a busy provider) delay only their own request;
-- from a limit saved by an earlier run for the same provider, model and server (a starting point
-  that keeps adapting).
+- from a limit saved by an earlier run for the same provider, model and server: the run starts
+  at 98% of it and keeps adapting (growing by 1% a second near it).
 
 Requests in flight. A fixed `concurrency` stays fixed. Otherwise the limit starts at 16 and grows
 by one per answer (doubling per round trip) up to the maximum (64 by default) while latency per
@@ -39,7 +40,7 @@ from gama_utils.llm.limits import ConcurrencyLimit, RateLimiter
 DEFAULT_CONCURRENCY = 64          # the most requests in flight per model when none is given
 INITIAL_CONCURRENCY = 16          # where an adaptive limit starts (slow start doubles it each round trip)
 HEADER_MARGIN = 0.98              # pace at 98% of a limit the server announces
-CALM_S = 2.0                      # seconds without frequent 429s before the rate grows again
+CALM_S = 2.0                      # seconds without a 429 before the rate grows again
 WINDOW_S = 1.0                    # the admitted rate is measured over this window
 FAST_GROWTH, SLOW_GROWTH = 0.10, 0.01    # rate growth per second: far below / near the rate that drew a 429
 QUEUE_RATIO = 3.0                 # latency per token this many times the baseline: the server queues
@@ -77,12 +78,11 @@ class Pacer:
         self.last_answer = time.monotonic()
         self._shift = 0.0
         self._last_429 = -1e9
-        self._last_frequent = -1e9
         self._share_429 = 0.0
         self._last_grow = 0.0
         self._last_cut = -1e9
         self._cut_due: float | None = None
-        self._drew_429: float | None = None
+        self._drew_429: float | None = saved["rpm"] / 60.0 if saved.get("rpm") and not rpm else None
         self._sends: deque[float] = deque()
         self._rejected: deque[float] = deque()
         self._limited: deque[float] = deque()
@@ -134,7 +134,7 @@ class Pacer:
         self.last_answer = now
         self._share_429 -= self._share_429 / SHARE_SPAN
         self._read_headers(headers, now)
-        if self.requests is not None and now - self._last_frequent > CALM_S and self.requests.busy(now):
+        if self.requests is not None and now - self._last_429 > CALM_S and self.requests.busy(now):
             self._grow_rate(now)
         if not self.fixed:
             self._watch_latency(sent_at, latency / ((output_tokens or 0) + 32))
@@ -160,7 +160,6 @@ class Pacer:
         self._share_429 += (1.0 - self._share_429) / SHARE_SPAN
         expected = self._share_429 * sent                   # what the usual share of 429s would give
         if len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5):
-            self._last_frequent = now
             self.hold(now + wait, now)
             if sent_at >= self._last_cut and self._cut_due is None:
                 self._cut_due = now
@@ -219,7 +218,10 @@ class Pacer:
         if current is None:
             current = max(admitted, sum(1 for t in self._sends if t >= due - WINDOW_S) / WINDOW_S)
         self._drew_429 = admitted
-        self._set_rate(min(current * 0.95, max(admitted * 0.97, current * 0.5)))
+        target = max(admitted * 0.97, current * 0.5)
+        if target >= current:
+            return                                   # already below what got through: these 429s are leftovers
+        self._set_rate(target)
         self.source = "429" if self.source != "configured" else self.source
         self.rate_cuts += 1
         self._last_cut = self._last_grow = time.monotonic()

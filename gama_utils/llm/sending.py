@@ -230,7 +230,7 @@ class Sender:
 
     # ------------------------------------------------------------------ one request
     def _wait_for(self, exc: _Transient, failures: int) -> float:
-        """Retry-After (+ up to 10%) when the server gave one (or the pacer's wait after a 429), else backoff + jitter."""
+        """Retry-After (+ up to 10%) from the server or the pacer (after a 429), else exponential backoff + jitter."""
         if exc.retry_after is not None:
             return min(exc.retry_after, 600.0) * (1.0 + 0.1 * random.random())
         job = self.job
