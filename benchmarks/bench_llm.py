@@ -1,17 +1,26 @@
-"""Throughput of the LLM access layer against an OpenAI-compatible server (prints figures; not a test).
+"""Throughput and behaviour under pressure of the LLM access layer (prints figures; not a test).
 
-Scenario A: n requests (default 2,000) at concurrency 64 to a server answering after 500 ms: wall
-time, ideal time (n × latency / concurrency), efficiency = ideal / wall and CPU time per request,
-for gama_utils.llm.run (aiohttp transport, then the openai-SDK transport), for a bare asyncio +
-semaphore loop over AsyncOpenAI, and for a plain sequential loop over the openai client (run on
---seq-n requests and extrapolated to n); then the time of a second, fully cached run.
-Fault scenarios (local server only): (B) the server allows 1,200 requests per minute and answers
-429 + Retry-After beyond it, 600 requests, with the limit configured (rpm=1200) and without it
-(adaptive concurrency); (C) 5% of requests get a 429 and 5% a 500, 1,000 requests.
+Against tests/fake_openai.py spawned in its own process (or any OpenAI-compatible server with
+--base-url, scenario A only, plus the cached rerun):
 
-    .venv/bin/python benchmarks/bench_llm.py                       # spawns tests/fake_openai.py
-    .venv/bin/python benchmarks/bench_llm.py --base-url http://localhost:8000/v1 --model Qwen/Qwen3-0.6B \
-        --n 500 --concurrency 32 --latency-hint 2.0                # any OpenAI-compatible server
+(A) n requests (default 2,000) at 500 ms latency, with the default settings (no concurrency given)
+    and with concurrency 64: wall, ideal (n × latency / 64 = 15.6 s), efficiency = ideal / wall,
+    CPU per request; then a second, fully cached run. Optionally (--compare-sdk) the openai-SDK
+    transport and a bare asyncio + semaphore loop; a plain sequential loop, extrapolated.
+(B) 600 requests to a server allowing 1,200 requests per minute (429 with Retry-After of tens of
+    ms and retry-after-ms beyond it, x-ratelimit-* headers unless switched off): limit configured
+    (rpm=1200); not configured, headers on; not configured, no headers (defaults, then
+    concurrency 64); and a second run on the same cache reusing the learned limit.
+    Targets: all answered; configured <= 31 s with no 429; not configured <= 33 s with 429s on
+    at most 10% of the requests the server saw.
+(C) 1,000 requests, 5% answered 429 (Retry-After 0.05 s) and 5% 500: all answered, none paid twice.
+(D) a server that runs one request at a time and queues the rest (llama.cpp with one slot).
+(E) two processes started at once on one cache: requests paid twice.
+(K) a child process SIGKILLed mid-run, then a rerun: requests paid twice vs in flight at the kill.
+
+    .venv/bin/python benchmarks/bench_llm.py [--repeat 3] [--progress]
+    .venv/bin/python benchmarks/bench_llm.py --base-url http://localhost:8000/v1 --model Qwen/Qwen3-0.6B \\
+        --n 500 --latency-hint 2.0            # any OpenAI-compatible server (scenario A and the cached rerun)
 """
 
 from __future__ import annotations
@@ -19,9 +28,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -47,9 +59,10 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def line(label: str, n: int, wall: float, ideal: float, cpu: float, note: str = "") -> None:
-    print(f"  {label:<44} n={n:>5}  wall {wall:7.2f} s  ideal {ideal:7.2f} s  efficiency {ideal / wall:5.3f}  "
-          f"CPU {1000 * cpu / n:5.2f} ms/req{('  ' + note) if note else ''}", flush=True)
+def median_line(label: str, values: list[float], unit: str = "") -> None:
+    if len(values) > 1:
+        print(f"    median {label} over {len(values)} runs: {statistics.median(values):.3f}{unit} "
+              f"(min {min(values):.3f}, max {max(values):.3f})", flush=True)
 
 
 def bare_sdk(base_url: str, model: str, key: str, n: int, concurrency: int) -> None:
@@ -77,73 +90,151 @@ def sequential_sdk(base_url: str, model: str, key: str, n: int) -> None:
                                        messages=[{"role": "user", "content": f"seq question {i}: is this fair?"}])
 
 
-def scenario_a(args, spec: llm.ModelSpec, key: str, cache_dir: Path) -> None:
-    n, c, latency = args.n, args.concurrency, args.latency_hint
-    ideal = n * latency / c
-    print(f"\n(A) {n} requests, concurrency {c}, latency {latency} s -> ideal {ideal:.2f} s", flush=True)
-    efficiencies = []
-    for repeat in range(args.repeat):
-        requests = requests_for(spec, n, f"A{repeat}")
-        cache = llm.Cache(cache_dir / f"a{repeat}.sqlite")
-        results, wall, cpu = timed(llm.run, requests, cache=cache, concurrency=c, progress=args.progress, desc="A")
-        failed = sum(1 for r in results if r.error)
-        line("gama_utils.llm.run (aiohttp transport)", n, wall, ideal, cpu, f"errors {failed}")
-        efficiencies.append(ideal / wall)
-    if args.repeat > 1:
-        print(f"  {'  median efficiency over ' + str(args.repeat) + ' runs':<44} {statistics.median(efficiencies):.3f} "
-              f"(min {min(efficiencies):.3f}, max {max(efficiencies):.3f})", flush=True)
-    _, cached_wall, cached_cpu = timed(llm.run, requests, cache=cache, concurrency=c, progress=args.progress)
-    print(f"  {'second run, fully cached':<44} n={n:>5}  wall {cached_wall:7.3f} s  "
-          f"CPU {1e6 * cached_cpu / n:6.1f} us/req  (target < 1 s)", flush=True)
+def scenario_a(args, spec: llm.ModelSpec, key: str, tmp: Path) -> None:
+    n, latency = args.n, args.latency_hint
+    ideal = n * latency / 64
+    print(f"\n(A) {n} requests, latency {latency} s -> ideal {ideal:.2f} s at 64 in flight "
+          f"(targets: default >= 0.90, concurrency 64 >= 0.965 at <= 0.5 ms CPU/request)", flush=True)
+    for label, concurrency in (("default settings (no concurrency given)", None), ("concurrency 64", 64)):
+        efficiencies, cpus = [], []
+        for repeat in range(args.repeat):
+            cache = llm.Cache(tmp / f"a-{concurrency}-{repeat}.sqlite")
+            results, wall, cpu = timed(llm.run, requests_for(spec, n, f"A{concurrency}-{repeat}"), cache=cache,
+                                       concurrency=concurrency, progress=args.progress, desc="A")
+            failed = sum(1 for r in results if r.error)
+            efficiencies.append(ideal / wall)
+            cpus.append(1000 * cpu / n)
+            model = results.stats["models"][spec.alias]
+            print(f"  {label:<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  "
+                  f"CPU {1000 * cpu / n:4.2f} ms/req  "
+                  f"errors {failed}  final in flight limit {model['concurrency']}", flush=True)
+        median_line("efficiency", efficiencies)
+        median_line("CPU", cpus, " ms/req")
+    _, cached_wall, cached_cpu = timed(llm.run, requests_for(spec, n, f"A64-{args.repeat - 1}"), cache=cache,
+                                       progress=args.progress)
+    print(f"  {'second run, fully cached':<40} wall {cached_wall:6.3f} s  CPU {1e6 * cached_cpu / n:6.1f} us/req",
+          flush=True)
     if args.compare_sdk:
         sdk_spec = spec.model_copy(update={"transport": "sdk"})
-        _, wall, cpu = timed(llm.run, requests_for(sdk_spec, n, "A-sdk"), cache=llm.Cache(cache_dir / "sdk.sqlite"),
-                             concurrency=c, progress=args.progress, desc="A-sdk")
-        line("gama_utils.llm.run (openai SDK transport)", n, wall, ideal, cpu)
-        _, wall, cpu = timed(bare_sdk, spec.resolved_base_url(), spec.model, key, n, c)
-        line("bare asyncio + semaphore over AsyncOpenAI", n, wall, ideal, cpu)
-    m = args.seq_n
-    _, wall, cpu = timed(sequential_sdk, spec.resolved_base_url(), spec.model, key, m)
-    extrapolated = wall * n / m
-    print(f"  {'plain sequential loop over openai.OpenAI':<44} n={m:>5}  wall {wall:7.2f} s; extrapolated to "
-          f"n={n}: {extrapolated:8.1f} s; efficiency vs its own ideal (n x latency) "
-          f"{m * latency / wall:5.3f}, vs the concurrent ideal {ideal / extrapolated:6.4f}  "
-          f"CPU {1000 * cpu / m:5.2f} ms/req  (run on {m} requests, extrapolated)", flush=True)
+        _, wall, cpu = timed(llm.run, requests_for(sdk_spec, n, "A-sdk"), cache=llm.Cache(tmp / "sdk.sqlite"),
+                             concurrency=64, progress=args.progress, desc="A-sdk")
+        print(f"  {'llm.run, openai SDK transport, 64':<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  "
+              f"CPU {1000 * cpu / n:4.2f} ms/req", flush=True)
+        _, wall, cpu = timed(bare_sdk, spec.resolved_base_url(), spec.model, key, n, 64)
+        print(f"  {'bare asyncio + semaphore, AsyncOpenAI':<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  "
+              f"CPU {1000 * cpu / n:4.2f} ms/req", flush=True)
+    if args.seq_n:
+        m = args.seq_n
+        _, wall, cpu = timed(sequential_sdk, spec.resolved_base_url(), spec.model, key, m)
+        print(f"  {'plain sequential loop over openai.OpenAI':<40} {m} requests in {wall:.2f} s; extrapolated to "
+              f"{n}: {wall * n / m:.0f} s (efficiency vs 64 in flight {ideal / (wall * n / m):.4f})", flush=True)
 
 
-def scenario_b(args, spec: llm.ModelSpec, server, cache_dir: Path) -> None:
+def scenario_b(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
     n, rpm = 600, 1200
-    print(f"\n(B) {n} requests, server limit {rpm} requests/min (429 + Retry-After beyond), latency "
-          f"{args.latency_hint} s -> ideal {n / (rpm / 60):.1f} s (target: all within 33 s, 429 on <= 5%)",
+    print(f"\n(B) {n} requests, server limit {rpm}/min (burst 20), latency {args.latency_hint} s -> ideal "
+          f"{n / (rpm / 60):.1f} s (targets: configured <= 31 s, no 429; not configured <= 33 s, 429 <= 10%)",
           flush=True)
-    for label, limit in (("limit configured (rpm=1200)", rpm), ("no limit configured (adaptive)", None)):
-        server.reset(latency=args.latency_hint, rpm=rpm, retry_after=1.0)
-        time.sleep(1.1)
-        requests = requests_for(spec, n, f"B-{limit}")
-        results, wall, cpu = timed(llm.run, requests, cache=llm.Cache(cache_dir / f"b{limit}.sqlite"),
-                                   concurrency=args.concurrency, rpm=limit, progress=args.progress, desc="B")
-        stats = server.stats()
-        answered = sum(1 for r in results if not r.error)
-        n429 = stats["statuses"].get("429", 0)
-        print(f"  {label:<34} answered {answered}/{n}  wall {wall:6.2f} s  429s {n429} "
-              f"({100 * n429 / n:.1f}% of requests)  requests sent {stats['received']}  "
-              f"concurrency cuts {results.stats['concurrency_cuts']}  CPU {1000 * cpu / n:.2f} ms/req", flush=True)
+    cases = [("limit configured (rpm=1200)", {"rpm": rpm}, True, "b-conf"),
+             ("not configured, rate headers", {}, True, "b-headers"),
+             ("not configured, no headers", {}, False, "b-plain"),
+             ("not configured, no headers, concurrency 64", {"concurrency": 64}, False, "b-plain64"),
+             ("rerun on the same cache: learned limit reused", {}, False, "b-plain")]
+    for repeat in range(args.repeat):
+        for n_case, (label, options, headers, cache_name) in enumerate(cases):
+            server.reset(latency=args.latency_hint, rpm=rpm, rate_headers=headers)
+            results, wall, cpu = timed(llm.run, requests_for(spec, n, f"B{repeat}-{n_case}"),
+                                       cache=llm.Cache(tmp / f"{cache_name}-{repeat}.sqlite"),
+                                       progress=args.progress, desc="B", **options)
+            stats = server.stats()
+            n429 = stats["statuses"].get("429", 0)
+            model = results.stats["models"][spec.alias]
+            print(f"  {label:<46} answered {sum(r.ok for r in results)}/{n}  wall {wall:6.2f} s  429s {n429} "
+                  f"({100 * n429 / stats['received']:.1f}% of {stats['received']} received)  paid twice "
+                  f"{stats['billed_twice']}  pace {60 * (model['rate_per_s'] or 0):.0f}/min ({model['limit_source']})  "
+                  f"waited {model['rate_limit_wait_s']:.1f} s  CPU {1000 * cpu / n:.2f} ms/req", flush=True)
 
 
-def scenario_c(args, spec: llm.ModelSpec, server, cache_dir: Path) -> None:
+def scenario_c(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
     n = 1000
-    print(f"\n(C) {n} requests, 5% answered 429 (Retry-After 1 s), 5% answered 500, latency {args.latency_hint} s, "
-          f"concurrency {args.concurrency} (target: all answered, none paid twice)", flush=True)
-    server.reset(latency=args.latency_hint, p_429=0.05, p_500=0.05, retry_after=1.0, seed=7)
-    requests = requests_for(spec, n, "C")
-    results, wall, cpu = timed(llm.run, requests, cache=llm.Cache(cache_dir / "c.sqlite"),
-                               concurrency=args.concurrency, progress=args.progress, desc="C")
+    print(f"\n(C) {n} requests, 5% answered 429 (Retry-After 0.05 s), 5% answered 500, latency {args.latency_hint} s, "
+          f"default settings (target: all answered, none paid twice)", flush=True)
+    server.reset(latency=args.latency_hint, p_429=0.05, p_500=0.05, retry_after=0.05, seed=7)
+    cache = llm.Cache(tmp / "c.sqlite")
+    results, wall, cpu = timed(llm.run, requests_for(spec, n, "C"), cache=cache, progress=args.progress, desc="C")
     stats = server.stats()
-    answered = sum(1 for r in results if not r.error)
-    print(f"  answered {answered}/{n}  wall {wall:6.2f} s (ideal without faults {n * args.latency_hint / args.concurrency:.2f} s)  "
-          f"requests sent {stats['received']}  statuses {stats['statuses']}  paid twice {stats['billed_twice']}  "
-          f"retries {results.stats['retries']}  concurrency cuts {results.stats['concurrency_cuts']}  "
-          f"CPU {1000 * cpu / n:.2f} ms/req", flush=True)
+    print(f"  answered {sum(r.ok for r in results)}/{n}  wall {wall:6.2f} s (ideal without faults "
+          f"{n * args.latency_hint / 64:.2f} s)  requests sent {stats['received']}  statuses {stats['statuses']}  "
+          f"paid twice {stats['billed_twice']}  retries {results.stats['retries']}  CPU {1000 * cpu / n:.2f} ms/req",
+          flush=True)
+
+
+def scenario_d(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
+    n, service = 60, 0.1
+    print(f"\n(D) {n} requests to a server that runs one at a time ({service} s each) and queues the rest, "
+          f"default settings -> ideal {n * service:.1f} s", flush=True)
+    server.reset(latency=service, slots=1)
+    results, wall, _ = timed(llm.run, requests_for(spec, n, "D"), cache=llm.Cache(tmp / "d.sqlite"),
+                             progress=args.progress, desc="D")
+    model = results.stats["models"][spec.alias]
+    latencies = sorted(r.latency_s for r in results if r.ok)
+    print(f"  answered {sum(r.ok for r in results)}/{n}  wall {wall:5.2f} s  sent {server.stats()['received']}  "
+          f"in flight limit at the end {model['concurrency']} (cut {model['concurrency_cuts']} times)  "
+          f"latency median {latencies[len(latencies) // 2]:.2f} s, max {latencies[-1]:.2f} s", flush=True)
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    from gama_utils import llm
+    spec = llm.resolve_model({"alias": "bench", "base_url": sys.argv[1], "model": "bench-model", "timeout_s": 120})
+    requests = [llm.Request(spec, [{"role": "user", "content": f"{sys.argv[3]} question {i}"}])
+                for i in range(int(sys.argv[4]))]
+    results = llm.run(requests, cache=sys.argv[2], progress=False)
+    print(sum(r.ok for r in results), results.stats["answered"], results.stats["answered_elsewhere"], flush=True)
+""")
+
+
+def _child(server, path: Path, tag: str, n: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", CHILD, server.base_url, str(path), tag, str(n)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def scenario_e(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
+    n = 1000
+    print(f"\n(E) two processes started at once on one cache, {n} requests each (the same ones), latency "
+          f"{args.latency_hint} s", flush=True)
+    server.reset(latency=args.latency_hint)
+    started = time.perf_counter()
+    children = [_child(server, tmp / "e.sqlite", "E", n) for _ in range(2)]
+    outs = [c.communicate(timeout=600)[0].split() for c in children]
+    stats = server.stats()
+    print(f"  answered in each (ok, sent by it, taken from the other): {outs}  "
+          f"wall {time.perf_counter() - started:.1f} s"
+          f"  server answered {stats['answered']}  paid twice {stats['billed_twice']}", flush=True)
+
+
+def scenario_k(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
+    n, kill_after = 2000, 4.0
+    print(f"\n(K) {n} requests in a child process, SIGKILL after {kill_after} s, then a rerun on the same cache",
+          flush=True)
+    server.reset(latency=args.latency_hint)
+    path = tmp / "k.sqlite"
+    child = _child(server, path, "K", n)
+    time.sleep(kill_after)
+    os.kill(child.pid, signal.SIGKILL)
+    at_kill = server.stats()
+    child.wait()
+    time.sleep(args.latency_hint + 0.5)                           # let the server finish what was in flight
+    before = server.stats()
+    requests = [llm.Request(spec, [{"role": "user", "content": f"K question {i}"}]) for i in range(n)]
+    results, wall, _ = timed(llm.run, requests, cache=llm.Cache(path), progress=args.progress, desc="K")
+    after = server.stats()
+    print(f"  at the kill: server had answered {at_kill['answered']}, {at_kill['in_flight']} in flight; the server "
+          f"then finished {before['answered'] - at_kill['answered']} of them (answered, never cached: "
+          f"{before['answered'] - results.stats['cached']}); rerun: {results.stats['cached']} cached, sent "
+          f"{after['received'] - before['received']}, all answered {all(r.ok for r in results)}; paid twice "
+          f"{after['billed_twice']}", flush=True)
 
 
 def main() -> None:
@@ -152,13 +243,12 @@ def main() -> None:
     parser.add_argument("--model", default="bench-model")
     parser.add_argument("--api-key-env", default=None, help="variable holding the server's key, if it needs one")
     parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency-hint", type=float, default=0.5,
                         help="server latency in seconds (sets the spawned server's latency; used for the ideal)")
-    parser.add_argument("--repeat", type=int, default=1, help="repeat the main measurement of (A)")
-    parser.add_argument("--seq-n", type=int, default=40, help="requests for the sequential loop (extrapolated)")
-    parser.add_argument("--no-sdk", dest="compare_sdk", action="store_false", help="skip the SDK comparisons")
-    parser.add_argument("--no-faults", dest="faults", action="store_false", help="skip scenarios B and C")
+    parser.add_argument("--repeat", type=int, default=1, help="repeat scenarios A and B; medians are printed")
+    parser.add_argument("--seq-n", type=int, default=0, help="requests for the sequential loop (extrapolated)")
+    parser.add_argument("--compare-sdk", action="store_true", help="also the SDK transport and a bare SDK loop")
+    parser.add_argument("--only", default="ABCDEK", help="scenarios to run, e.g. AB")
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     args = parser.parse_args()
 
@@ -172,17 +262,21 @@ def main() -> None:
     spec = llm.resolve_model({"alias": "bench", "base_url": args.base_url, "model": args.model,
                               "api_key_env": args.api_key_env, "timeout_s": 120.0})
     llm.check_ready([spec])
+    load = os.getloadavg()
     print(f"server {llm.redact_url(args.base_url)}, model {args.model}, python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs", flush=True)
+          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bench_llm_") as tmp:
-            scenario_a(args, spec, key or "EMPTY", Path(tmp))
-            if server is not None and args.faults:
-                scenario_b(args, spec, server, Path(tmp))
-                scenario_c(args, spec, server, Path(tmp))
+            if "A" in args.only:
+                scenario_a(args, spec, key or "EMPTY", Path(tmp))
+            for name, scenario in (("B", scenario_b), ("C", scenario_c), ("D", scenario_d), ("E", scenario_e),
+                                   ("K", scenario_k)):
+                if server is not None and name in args.only:
+                    scenario(args, spec, server, Path(tmp))
     finally:
         if server is not None:
             server.stop()
+    print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
 if __name__ == "__main__":

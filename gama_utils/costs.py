@@ -4,6 +4,11 @@ Input tokens are estimated at four characters per token from the actual prompts 
 scoring existing responses, from the actual answers); output tokens from `answer_tokens` /
 `evaluation_tokens`. Prices come from the registry (configs/models.yaml, USD per million tokens); a model
 without a price shows no dollar figure and is listed, so an unknown cost is never read as zero.
+Given a response cache, calls it already answers (same model, server, prompt and sample) cost $0
+and are counted in `cached`, so a rerun is never refused on what it will not pay again.
+
+The estimate is a check before sending; the cap itself is `spending_cap(max_usd)`, a Budget that
+stops the run while sending, from actual usage plus what requests in flight may still cost.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from . import llm
+from . import llm, paths
 from .prompts import render_prompt
 
 CHARS_PER_TOKEN = 4.0
@@ -33,35 +38,75 @@ def _evaluator_overhead() -> float:
     return _tokens(render_prompt("evaluator", scenario="", actor="the narrator, a person", response=""))
 
 
+def spending_cap(max_usd: float | None, max_requests: int | None = None,
+                 max_tokens: int | None = None) -> llm.Budget | None:
+    """The Budget that makes max_usd (and the request/token caps) hard limits while sending; None if no cap."""
+    if max_usd is None and max_requests is None and max_tokens is None:
+        return None
+    return llm.Budget(max_requests=max_requests, max_tokens=max_tokens, max_cost_usd=max_usd)
+
+
+def _open_cache(cache: llm.Cache | bool | None) -> llm.Cache | None:
+    if cache is True:
+        default = paths.CACHE / llm.cache.DEFAULT_PATH
+        return llm.Cache(default) if default.exists() else None
+    return cache or None
+
+
+def _answered(cache: llm.Cache | None, spec: llm.ModelSpec, prompts: Sequence[str], samples: int) -> list[bool]:
+    """For each prompt × sample (prompt-major): already answered by this model at this server?"""
+    if cache is None or spec.simulated:
+        return [False] * (len(prompts) * samples)
+    bodies = [(llm.build_body(spec, llm.Request(spec, messages=[{"role": "user", "content": p}])), sample)
+              for p in prompts for sample in range(samples)]
+    return cache.answered_prompts(spec, bodies)
+
+
 def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
                       arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
                       evaluator: str | dict | llm.ModelSpec | None = None, blind_modes: Sequence[bool] = (False,),
                       answer_tokens: float = DEFAULT_ANSWER_TOKENS,
-                      evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
-    """Per model and stage (respond / evaluate): calls, input and output tokens, USD; a TOTAL row last."""
-    prompt_tokens = sum(_tokens(str(p)) for arm in arms for p in pairs[f"prompt_{arm}"]) * samples_per_prompt
-    n_calls = len(pairs) * len(arms) * samples_per_prompt
-    rows = []
+                      evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
+                      cache: llm.Cache | bool | None = None) -> pd.DataFrame:
+    """Per model and stage (respond / evaluate): calls to pay, cached calls, tokens, USD; a TOTAL row last.
+
+    `cache` (a Cache, or True for the default cache file if it exists): answered calls cost $0. The
+    evaluation of an answer that is not known yet cannot be looked up, so evaluate rows assume the
+    answers already cached were scored before (the Budget still caps what is really spent).
+    """
+    prompts = [str(p) for arm in arms for p in pairs[f"prompt_{arm}"]]
+    store = _open_cache(cache)
+    rows, share_sent = [], []
     for model in target_models:
         spec = llm.resolve_model(model)
-        rows.append(_row(spec, "respond", n_calls, prompt_tokens, n_calls * answer_tokens))
+        answered = _answered(store, spec, prompts, samples_per_prompt)
+        todo = [p for n, p in enumerate(prompts) for s in range(samples_per_prompt)
+                if not answered[n * samples_per_prompt + s]]
+        rows.append(_row(spec, "respond", len(todo), sum(_tokens(p) for p in todo), len(todo) * answer_tokens,
+                         cached=len(answered) - len(todo)))
+        share_sent.append(len(todo) / max(1, len(answered)))
     if evaluator not in (None, "lexicon"):
         spec = llm.resolve_model(evaluator)
-        n_eval = n_calls * len(rows) * len(set(blind_modes))
-        eval_input = n_eval * (_evaluator_overhead() + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
-        rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
+        modes = len(set(blind_modes))
+        n_eval = len(prompts) * samples_per_prompt * modes * sum(share_sent)
+        eval_input = (n_eval * (_evaluator_overhead() + answer_tokens)
+                      + sum(_tokens(p) for p in prompts) * samples_per_prompt * modes * sum(share_sent))
+        n_all = len(prompts) * samples_per_prompt * modes * len(share_sent)
+        rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens, cached=n_all - n_eval))
     frame = pd.DataFrame(rows)
-    total = {"model": "TOTAL", "stage": "", "calls": frame.calls.sum(), "input_tokens": frame.input_tokens.sum(),
-             "output_tokens": frame.output_tokens.sum(),
+    total = {"model": "TOTAL", "stage": "", "calls": frame.calls.sum(), "cached": frame.cached.sum(),
+             "input_tokens": frame.input_tokens.sum(), "output_tokens": frame.output_tokens.sum(),
              "usd": frame.usd.sum(min_count=1) if frame.usd.notna().all() else None,
              "priced": bool(frame.priced.all()), "simulated": bool(frame.simulated.all())}
     return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
 
 
-def _row(spec: llm.ModelSpec, stage: str, calls: float, input_tokens: float, output_tokens: float) -> dict:
-    usd = 0.0 if spec.simulated else llm.estimate_cost(spec, int(input_tokens), int(output_tokens))
-    return {"model": spec.alias, "stage": stage, "calls": int(calls), "input_tokens": int(input_tokens),
-            "output_tokens": int(output_tokens), "usd": usd, "priced": usd is not None, "simulated": spec.simulated}
+def _row(spec: llm.ModelSpec, stage: str, calls: float, input_tokens: float, output_tokens: float,
+         cached: float = 0) -> dict:
+    usd = 0.0 if spec.simulated or calls == 0 else llm.estimate_cost(spec, int(input_tokens), int(output_tokens))
+    return {"model": spec.alias, "stage": stage, "calls": int(round(calls)), "cached": int(round(cached)),
+            "input_tokens": int(input_tokens), "output_tokens": int(output_tokens), "usd": usd,
+            "priced": usd is not None, "simulated": spec.simulated}
 
 
 def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
@@ -80,13 +125,30 @@ def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
 
 def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec,
                           blind_modes: Sequence[bool] = (False,),
-                          evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
-    """Calls, tokens and USD of scoring existing responses with an evaluator (once per blind mode)."""
+                          evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
+                          cache: llm.Cache | bool | None = None) -> pd.DataFrame:
+    """Calls to pay, cached calls, tokens and USD of scoring existing responses (once per blind mode).
+
+    `cache` (a Cache, or True for the default cache file if it exists): responses whose evaluator
+    prompt the evaluator already answered cost $0.
+    """
     if evaluator == "lexicon":
-        return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "input_tokens": 0,
+        return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "cached": 0, "input_tokens": 0,
                               "output_tokens": 0, "usd": 0.0, "priced": True, "simulated": False}])
+    from .evaluate import evaluator_prompt
+
     spec = llm.resolve_model(evaluator)
-    modes = len(set(blind_modes))
-    texts = sum(_tokens(str(t)) for t in responses["prompt"]) + sum(_tokens(str(t)) for t in responses["answer"].fillna(""))
-    n = len(responses) * modes
-    return pd.DataFrame([_row(spec, "evaluate", n, n * _evaluator_overhead() + modes * texts, n * evaluation_tokens)])
+    store = _open_cache(cache)
+    records = responses.to_dict("records")
+    texts = [_tokens(str(r["prompt"])) + _tokens(str(r["answer"] if isinstance(r["answer"], str) else ""))
+             for r in records]
+    todo: list[float] = []
+    cached = 0
+    for blind in dict.fromkeys(bool(b) for b in blind_modes):
+        answered = (_answered(store, spec, [evaluator_prompt(r, blind) for r in records], 1) if store is not None
+                    else [False] * len(records))
+        todo += [t for t, done in zip(texts, answered) if not done]
+        cached += sum(answered)
+    n = len(todo)
+    return pd.DataFrame([_row(spec, "evaluate", n, n * _evaluator_overhead() + sum(todo), n * evaluation_tokens,
+                              cached=cached)])

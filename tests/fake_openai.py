@@ -1,8 +1,13 @@
 """A local OpenAI-compatible server for tests and benchmarks (127.0.0.1 only, never the internet).
 
 Serves chat completions, completions, files and batches (OpenAI paths under /v1 and Azure paths
-under /openai, including /openai/deployments/<name>/...), with configurable latency, a server-side
-requests-per-minute limit answered by 429 + Retry-After, random 429s/500s, and scripted faults for
+under /openai, including /openai/deployments/<name>/...), with configurable latency, server-side
+requests- and tokens-per-minute limits (token buckets holding one second's worth) answered like
+real providers: at once, before any generation, by 429 with the time until the next request is
+allowed (`Retry-After: 0.05`, `retry-after-ms: 50`), and x-ratelimit-{limit,remaining,reset}-
+{requests,tokens} headers on every reply (`rate_headers`); `slots` makes a server that runs that
+many requests at a time and queues the rest (llama.cpp with one slot: latency grows with the
+queue); random 429s/500s, and scripted faults for
 the next requests: "ok" (no fault), "429", "quota" (429 insufficient_quota), "500", "503", "400", "401", "timeout"
 (answer only after `hang_s`), "drop" (close the connection), "truncate" (half the body, then close),
 "malformed" (invalid JSON); or a fault for every request containing some text (`fail_when`). It counts what it served: requests, statuses, faults, answers per
@@ -39,8 +44,8 @@ from typing import Any
 from aiohttp import web
 
 FAULTS = ("ok", "429", "quota", "500", "503", "400", "401", "timeout", "drop", "truncate", "malformed")
-DEFAULTS = {"latency": 0.0, "rpm": None, "p_429": 0.0, "p_500": 0.0, "retry_after": 1.0, "hang_s": 30.0, "seed": 0,
-            "api_key": None, "batch_delay": 0.2, "quota_after": None}
+DEFAULTS = {"latency": 0.0, "rpm": None, "tpm": None, "rate_headers": True, "slots": None, "p_429": 0.0, "p_500": 0.0,
+            "retry_after": 1.0, "hang_s": 30.0, "seed": 0, "api_key": None, "batch_delay": 0.2, "quota_after": None}
 
 
 def default_answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -96,8 +101,8 @@ class FakeOpenAI:
         self.auth_headers_seen = 0
         self.models: Counter = Counter()
         self._rng = random.Random(self.config["seed"])
-        self._tokens = None
-        self._refilled = time.monotonic()
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._slots: asyncio.Semaphore | None = None
         return self
 
     def configure(self, **config: Any) -> None:
@@ -126,6 +131,7 @@ class FakeOpenAI:
         """The counters as a dict."""
         return {"received": self.received, "answered": self.answered, "statuses": dict(self.statuses),
                 "faults": dict(self.faults), "billed_twice": self.billed_twice, "max_in_flight": self.max_in_flight,
+                "in_flight": self.in_flight,
                 "distinct_answered": len(self.billed), "batches": len(self.batches), "files": len(self.files)}
 
     # ------------------------------------------------------------------ lifecycle
@@ -211,6 +217,40 @@ class FakeOpenAI:
         return SpawnedFake(**config)
 
     # ------------------------------------------------------------------ completions
+    def _bucket(self, name: str, per_minute: float, cost: float, take: bool) -> tuple[bool, float, float]:
+        """A bucket refilled at per_minute/60 a second, holding one second's worth (at least 1): take `cost` if it can.
+
+        Returns (admitted, level left, seconds until `cost` more would be admitted).
+        """
+        rate = per_minute / 60.0
+        capacity = max(1.0, rate)
+        now = time.monotonic()
+        level, then = self._buckets.get(name, (capacity, now))
+        level = min(capacity, level + (now - then) * rate)
+        admitted = take and level >= min(cost, capacity)
+        if admitted:
+            level -= cost
+        self._buckets[name] = (level, now)
+        return admitted, level, max(0.0, min(cost, capacity) - level) / rate
+
+    def _limits(self, raw: bytes, body: dict[str, Any]) -> tuple[bool, float | None, dict[str, str]]:
+        """Apply the rpm/tpm buckets: (admitted, seconds until it would be, x-ratelimit-* headers)."""
+        headers: dict[str, str] = {}
+        wait: float | None = None
+        admitted = True
+        tokens = len(raw) // 4 + int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        for name, limit, cost in (("requests", self.config["rpm"], 1.0), ("tokens", self.config["tpm"], tokens)):
+            if not limit:
+                continue
+            ok, level, until = self._bucket(name, float(limit), cost, take=admitted)
+            if admitted and not ok:
+                admitted, wait = False, until
+            rate = float(limit) / 60.0
+            headers.update({f"x-ratelimit-limit-{name}": str(int(limit)),
+                            f"x-ratelimit-remaining-{name}": str(max(0, math.floor(level))),
+                            f"x-ratelimit-reset-{name}": _duration((max(1.0, rate) - level) / rate)})
+        return admitted, wait, (headers if self.config["rate_headers"] else {})
+
     def _next_fault(self, raw: bytes) -> str | None:
         for text, fault in self.rules:
             if text in raw:
@@ -221,15 +261,6 @@ class FakeOpenAI:
         limit = self.config["quota_after"]
         if limit is not None and self.answered >= limit:
             return "quota"
-        if self.config["rpm"]:
-            rate = self.config["rpm"] / 60.0
-            capacity = max(1.0, rate)
-            now = time.monotonic()
-            self._tokens = capacity if self._tokens is None else min(capacity, self._tokens + (now - self._refilled) * rate)
-            self._refilled = now
-            if self._tokens < 1.0:
-                return "429-limit"
-            self._tokens -= 1.0
         draw = self._rng.random()
         if draw < self.config["p_429"]:
             return "429"
@@ -263,8 +294,12 @@ class FakeOpenAI:
                 "model": body.get("model"), "choices": [choice], "usage": usage}
 
     @staticmethod
-    def _error(status: int, message: str, code: str, retry_after: float | None = None) -> web.Response:
-        headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after is not None else None
+    def _error(status: int, message: str, code: str, retry_after: float | None = None,
+               headers: dict[str, str] | None = None) -> web.Response:
+        headers = dict(headers or {})
+        if retry_after is not None:
+            headers["Retry-After"] = f"{retry_after:.3g}"
+            headers["retry-after-ms"] = str(max(1, round(1000 * retry_after)))
         return web.json_response({"error": {"message": message, "type": code, "code": code}}, status=status,
                                  headers=headers)
 
@@ -290,15 +325,26 @@ class FakeOpenAI:
             body["model"] = request.match_info["deployment"]
         self.models[body.get("model")] += 1
         chat = request.path.endswith("/chat/completions")
-        fault = self._next_fault(raw)
+        admitted, wait, limit_headers = self._limits(raw, body)
+        fault = self._next_fault(raw) if admitted else "429-limit"
         if fault:
             self.faults[fault] += 1
-        if self.config["latency"]:
-            await asyncio.sleep(self.config["latency"])
-        if fault in ("429", "429-limit"):
+        if fault in ("429", "429-limit"):                          # rejected at once, before any generation
             self.statuses[429] += 1
             return self._error(429, "Rate limit reached for requests per min. Please try again later.",
-                               "rate_limit_exceeded", self.config["retry_after"])
+                               "rate_limit_exceeded", wait if fault == "429-limit" else self.config["retry_after"],
+                               limit_headers)
+        if self.config["slots"]:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(int(self.config["slots"]))
+            async with self._slots:
+                return await self._generate(request, body, raw, chat, fault, limit_headers)
+        return await self._generate(request, body, raw, chat, fault, limit_headers)
+
+    async def _generate(self, request: web.Request, body: dict[str, Any], raw: bytes, chat: bool, fault: str | None,
+                        limit_headers: dict[str, str]) -> web.StreamResponse:
+        if self.config["latency"]:
+            await asyncio.sleep(self.config["latency"])
         if fault == "quota":
             self.statuses[429] += 1
             return self._error(429, "You exceeded your current quota, please check your plan and billing details.",
@@ -328,7 +374,7 @@ class FakeOpenAI:
             request.transport.abort()
             return response
         self.answered += 1
-        return web.Response(body=payload, content_type="application/json")
+        return web.Response(body=payload, content_type="application/json", headers=limit_headers)
 
     # ------------------------------------------------------------------ files and batches
     def _file_object(self, file_id: str, purpose: str = "batch") -> dict[str, Any]:
@@ -435,6 +481,14 @@ class FakeOpenAI:
         return web.json_response(self.config)
 
 
+def _duration(seconds: float) -> str:
+    """Seconds as OpenAI writes them in x-ratelimit-reset-*: '20ms', '1.5s', '6m0s'."""
+    if seconds < 1.0:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60.0)
+    return f"{int(minutes)}m{rest:.0f}s" if minutes else f"{rest:.3g}s"
+
+
 class SpawnedFake:
     """A FakeOpenAI in a child process, driven over HTTP; same base_url / stats / configure / reset."""
 
@@ -487,6 +541,8 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     for name, value in DEFAULTS.items():
         kind = float if isinstance(value, float) or value is None and name != "api_key" else type(value)
+        if isinstance(value, bool):
+            kind = lambda text: text.lower() in ("1", "true", "yes")  # noqa: E731
         parser.add_argument(f"--{name.replace('_', '-')}", type=(str if name == "api_key" else kind), default=value)
     args = vars(parser.parse_args())
     host, port = args.pop("host"), args.pop("port")

@@ -9,6 +9,7 @@ import pytest
 
 from gama_utils import llm
 from gama_utils.llm import client as llm_client
+from gama_utils.llm import sending
 
 FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
 
@@ -129,34 +130,6 @@ def test_server_limit_is_met_with_few_429s_when_configured(fake_openai, outputs)
     assert fake_openai.statuses[429] <= 2
 
 
-def test_adaptive_concurrency_cuts_on_frequent_429s_and_grows_back():
-    limit = llm.ConcurrencyLimit(16, adaptive=True, decrease=0.5, cooldown_s=0.0, window=20, threshold=0.15)
-    for _ in range(18):
-        limit.on_success()
-    limit.on_rate_limited()                                           # 1 of 19: noise, retried only
-    assert limit.limit == 16 and limit.cuts == 0
-    limit.on_rate_limited()
-    limit.on_rate_limited()                                           # 3 of 20 = 15%: cut
-    assert limit.limit == 8 and limit.cuts == 1
-    for _ in range(3):
-        limit.on_rate_limited()                                       # a fresh window needs 15% of 10 = 1.5
-    assert limit.limit == 4 and limit.cuts == 2
-    for _ in range(4):
-        limit.on_success()
-    assert limit.limit == 5                                           # +1 after `limit` answers in a row
-    fixed = llm.ConcurrencyLimit(16)
-    for _ in range(10):
-        fixed.on_rate_limited()
-    assert fixed.limit == 16
-
-
-def test_adaptive_concurrency_backs_off_an_overloaded_server(fake_openai, outputs):
-    fake_openai.configure(rpm=600, retry_after=1.0, latency=0.1)     # 10 per second; 16 in flight is too many
-    results = llm.run(ask(fake_openai.spec(), 40), concurrency=16, **FAST)
-    assert all(r.ok for r in results)
-    assert results.stats["concurrency_cuts"] >= 1 and results.stats["rate_limited"] >= 1
-
-
 def test_identical_requests_are_sent_once(fake_openai, outputs):
     spec = fake_openai.spec()
     requests = ask(spec, 3) + ask(spec, 3)
@@ -229,14 +202,13 @@ def test_api_key_is_written_nowhere(fake_openai, outputs, tmp_path):
 
 
 def test_backoff_grows_exponentially_with_jitter_and_retry_after_wins():
-    job = llm_client._Run([], cache=None, concurrency=None, rpm=None, tpm=None, budget=None, progress=False, desc="",
-                          max_attempts=8, backoff_s=1.0, max_backoff_s=6.0, registry=None)
-    plain = llm_client._Transient("HTTP 500")
+    sender = sending.Sender(llm_client._job([], cache=False, backoff_s=1.0, max_backoff_s=6.0, progress=False))
+    plain = sending._Transient("HTTP 500")
     for attempt, low in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 6.0), (7, 6.0)]:
-        waits = [job._wait_for(plain, attempt) for _ in range(200)]
+        waits = [sender._wait_for(plain, attempt) for _ in range(200)]
         assert low <= min(waits) and max(waits) < low + 1.0 and len(set(waits)) > 1
-    told = llm_client._Transient("HTTP 429", retry_after=7.0)
-    assert all(7.0 <= job._wait_for(told, 1) <= 7.7 for _ in range(200))
+    told = sending._Transient("HTTP 503", retry_after=7.0)
+    assert all(7.0 <= sender._wait_for(told, 1) <= 7.7 for _ in range(200))
 
 
 def test_retry_after_headers():

@@ -41,7 +41,8 @@ def test_key_depends_on_what_determines_the_answer(monkeypatch):
                               "decoding": {"temperature": 0.3}})
     key = llm.prepare(llm.Request(spec, MESSAGES)).key
     same = [llm.Request(spec, MESSAGES, tag={"pair": 7}),
-            llm.Request(spec.model_copy(update={"base_url": "http://other:9/v1", "alias": "x"}), MESSAGES),
+            llm.Request(spec.model_copy(update={"alias": "x", "base_url": "https://u:p@LOCALHOST:8000/v1/?t=1"}),
+                        MESSAGES),
             llm.Request(spec.model_copy(update={"api_key_env": "OTHER"}), MESSAGES)]
     assert {llm.prepare(r).key for r in same} == {key}
     monkeypatch.setenv("K", "secret-1")
@@ -50,6 +51,8 @@ def test_key_depends_on_what_determines_the_answer(monkeypatch):
                  llm.Request(spec, [{"role": "user", "content": "I am a man. Was my reaction reasonable?"}]),
                  llm.Request(spec.model_copy(update={"decoding": {"temperature": 0.7}}), MESSAGES),
                  llm.Request(spec.model_copy(update={"model": "m2"}), MESSAGES),
+                 llm.Request(spec.model_copy(update={"base_url": "http://other:9/v1"}), MESSAGES),
+                 llm.Request(spec.model_copy(update={"base_url": "http://localhost:8001/v1"}), MESSAGES),
                  llm.Request(spec, MESSAGES, extra_body={"seed": 1})]
     keys = {llm.prepare(r).key for r in different}
     assert len(keys) == len(different) and key not in keys

@@ -8,14 +8,17 @@
     llm.batch.run_batch(requests)                             # OpenAI Batch API / vLLM batch files
 
 Modules: registry (ModelSpec, configs/models.yaml), request (Request, Result, cache key, thinking split),
-cache (SQLite), limits (Budget, rate limiter, adaptive concurrency), transport (aiohttp / openai SDK),
-client (run, arun, register_backend), batch.
+cache (SQLite), writer (cache writer thread), leases (no request paid twice across processes), limits
+(Budget, rate limiter, resizable concurrency), pacing (per-model limits learned from the server),
+classify (Retry-After, rate-limit headers, error bodies), transport (aiohttp / openai SDK), sending
+(the async half of a run), client (run, arun, register_backend), batch.
 """
 
 from gama_utils.llm import batch
 from gama_utils.llm.cache import Cache
-from gama_utils.llm.client import RunResults, arun, register_backend, retry_after_seconds, run
-from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RunStopped
+from gama_utils.llm.classify import retry_after_seconds
+from gama_utils.llm.client import RunResults, arun, register_backend, run
+from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RateLimited, RunStopped
 from gama_utils.llm.limits import Budget, ConcurrencyLimit, RateLimiter
 from gama_utils.llm.registry import (
                                      REGISTRY_PATH,
@@ -30,7 +33,7 @@ from gama_utils.llm.request import Request, Result, build_body, cache_key, prepa
 
 __all__ = [
     "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "ConcurrencyLimit", "ConfigError", "ModelSpec",
-    "QuotaExhausted", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun", "batch",
+    "QuotaExhausted", "RateLimited", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun", "batch",
     "build_body", "cache_key", "check_ready", "estimate_cost", "load_registry", "prepare", "redact_url",
     "register_backend", "render_prompt", "resolve_model", "retry_after_seconds", "run", "split_thinking",
 ]

@@ -1,10 +1,12 @@
 """Persistent response cache: one SQLite file (WAL), one row per answered request, no expiry.
 
-A row is keyed on the sha256 of provider, endpoint, sample index and the exact API body (model,
-messages or prompt, decoding, extra fields); never on the API key or base URL. Each answer is
-committed on arrival in its own transaction, so a process killed with SIGKILL loses nothing it
-received, and several processes may write the same file at once (SQLite locking, busy timeout).
-Errors are not cached: a rerun retries them. `explain_miss` tells why a request missed.
+A row is keyed on the sha256 of provider, server (host and path of the base URL), endpoint,
+sample index and the exact API body (model, messages or prompt, decoding, extra fields); never on
+the API key. Each answer is committed on arrival, so a process killed with SIGKILL loses nothing
+it received, and several processes may write the same file at once (SQLite locking, busy
+timeout); the `leases` table (see leases.py) keeps two of them from paying for one request.
+Errors are not cached: a rerun retries them. `explain_miss` tells why a request missed. The
+`learned_limits` table keeps the rate limits a run learned per provider, model and server.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from gama_utils import paths
-from gama_utils.llm.request import Prepared, Request, Result, canonical_json, prepare
+from gama_utils.llm.registry import ModelSpec
+from gama_utils.llm.request import Prepared, Request, Result, canonical_json, prepare, server_id
 
 DEFAULT_PATH = "responses.sqlite"
 _SCHEMA = """
@@ -38,9 +41,25 @@ CREATE TABLE IF NOT EXISTS responses (
     output_tokens INTEGER,
     latency_s REAL,
     meta TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    server TEXT
 );
 CREATE INDEX IF NOT EXISTS responses_model ON responses (provider, model, created_at);
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS learned_limits (
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    server TEXT NOT NULL,
+    rpm REAL,
+    tpm REAL,
+    source TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (provider, model, server)
+);
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
     alias TEXT NOT NULL,
@@ -64,6 +83,9 @@ CREATE TABLE IF NOT EXISTS batch_items (
 CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key);
 """
 _COLUMNS = "key, text, reasoning, finish_reason, input_tokens, output_tokens, latency_s"
+_INSERT = ("INSERT OR IGNORE INTO responses (key, provider, model, endpoint, sample, content_hash, body, text, "
+           "reasoning, finish_reason, input_tokens, output_tokens, latency_s, meta, created_at, server) "
+           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 _ANSWER_FIELDS = ("messages", "prompt")
 
 
@@ -80,7 +102,10 @@ class Cache:
         self.path = paths.resolve(path) if path else paths.CACHE / DEFAULT_PATH
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self.connection().executescript(_SCHEMA)
+        conn = self.connection()
+        conn.executescript(_SCHEMA)
+        if "server" not in {row[1] for row in conn.execute("PRAGMA table_info(responses)")}:
+            conn.execute("ALTER TABLE responses ADD COLUMN server TEXT")     # a cache from before key version 2
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"
@@ -134,24 +159,46 @@ class Cache:
         self.put_many([(item, result, meta)])
 
     def put_many(self, rows: Iterable[tuple[Prepared, Result, dict[str, Any] | None]]) -> int:
-        """Store several answers in one transaction; returns how many were new."""
+        """Store several answers in one transaction and drop their leases; returns how many were new."""
         now = time.time()
         values = [(item.key, item.spec.provider, item.spec.model, item.spec.endpoint, item.sample,
                    content_hash(item.body), item.body_json, r.text, r.reasoning, r.finish_reason, r.input_tokens,
-                   r.output_tokens, r.latency_s, json.dumps(meta) if meta else None, now)
+                   r.output_tokens, r.latency_s, json.dumps(meta) if meta else None, now, item.server)
                   for item, r, meta in rows]
         if not values:
             return 0
         conn = self.connection()
-        before = conn.total_changes
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("INSERT OR IGNORE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", values)
+            inserted = conn.executemany(_INSERT, values).rowcount
+            conn.executemany("DELETE FROM leases WHERE key = ?", [(v[0],) for v in values])
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        return conn.total_changes - before
+        return inserted
+
+    def answered_prompts(self, spec: ModelSpec, bodies: Iterable[tuple[dict[str, Any], int]]) -> list[bool]:
+        """For each (body, sample): is there an answer from this model and server to the same prompt?
+
+        Matched on the prompt (messages or prompt) and sample, not the whole body: for estimates, not lookups.
+        """
+        have = set(self.connection().execute(
+            "SELECT content_hash, sample FROM responses WHERE provider = ? AND model = ? AND server = ?",
+            (spec.provider, spec.model, server_id(spec))))
+        return [(content_hash(body), sample) in have for body, sample in bodies]
+
+    def learned_limit(self, spec: ModelSpec) -> dict[str, Any] | None:
+        """The rate limit an earlier run learned for this provider, model and server (rpm, tpm, source)."""
+        row = self.connection().execute(
+            "SELECT rpm, tpm, source, updated_at FROM learned_limits WHERE provider = ? AND model = ? AND server = ?",
+            (spec.provider, spec.model, server_id(spec))).fetchone()
+        return dict(zip(("rpm", "tpm", "source", "updated_at"), row)) if row else None
+
+    def save_learned_limit(self, spec: ModelSpec, rpm: float | None, tpm: float | None, source: str) -> None:
+        """Keep a learned rate limit for the next run."""
+        self.connection().execute("INSERT OR REPLACE INTO learned_limits VALUES (?,?,?,?,?,?,?)",
+                                  (spec.provider, spec.model, server_id(spec), rpm, tpm, source, time.time()))
 
     def explain_miss(self, request: Request | Prepared) -> dict[str, Any]:
         """The request's key, whether it is cached, and which fields differ from the nearest cached entry.
@@ -173,7 +220,7 @@ class Cache:
         same_prompt = [key for key, digest in conn.execute(
             "SELECT key, content_hash FROM responses WHERE provider = ? AND model = ?", (spec.provider, spec.model))
             if digest == wanted][:2000]
-        columns = "SELECT key, endpoint, sample, body, created_at FROM responses"
+        columns = "SELECT key, endpoint, sample, body, created_at, server FROM responses"
         if same_prompt:
             marks = ",".join("?" * len(same_prompt))
             rows = conn.execute(f"{columns} WHERE key IN ({marks})", same_prompt).fetchall()
@@ -189,9 +236,9 @@ class Cache:
             return report
         mine = canonical_json(item.body.get("messages", item.body.get("prompt")))
         best: tuple[int, int, float, str, list[dict[str, Any]]] | None = None
-        for key, endpoint, sample, body_json, created in rows:
+        for key, endpoint, sample, body_json, created, server in rows:
             body = json.loads(body_json)
-            diffs = _diff(item, endpoint, sample, body)
+            diffs = _diff(item, endpoint, sample, body, server)
             shared = len(os.path.commonprefix([mine, canonical_json(body.get("messages", body.get("prompt")))]))
             rank = (len(diffs), -shared, -created)
             if best is None or rank < best[:3]:
@@ -202,11 +249,15 @@ class Cache:
         report["candidates"] = len(rows)
         fields = ", ".join(d["field"] for d in best[4]) or "nothing visible (key version changed?)"
         report["reason"] = f"nearest cached entry differs in: {fields}"
+        if any(d["field"] == "server" and d["cached"] is None for d in best[4]):
+            report["reason"] += " (it was cached before the server was part of the key: an older key version)"
         return report
 
 
-def _diff(item: Prepared, endpoint: str, sample: int, body: dict[str, Any]) -> list[dict[str, Any]]:
+def _diff(item: Prepared, endpoint: str, sample: int, body: dict[str, Any], server: str | None) -> list[dict[str, Any]]:
     diffs: list[dict[str, Any]] = []
+    if server != item.server:
+        diffs.append({"field": "server", "request": item.server, "cached": server})
     if endpoint != item.spec.endpoint:
         diffs.append({"field": "endpoint", "request": item.spec.endpoint, "cached": endpoint})
     if sample != item.sample:

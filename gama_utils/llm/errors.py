@@ -29,3 +29,7 @@ class BudgetExceeded(RunStopped):
 
 class QuotaExhausted(RunStopped):
     """The provider says the account's quota or credit is used up; retrying cannot help."""
+
+
+class RateLimited(RunStopped):
+    """The provider answered only 429s for longer than the run may wait (max_rate_limit_wait_s)."""

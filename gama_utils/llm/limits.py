@@ -1,4 +1,4 @@
-"""Client-side limits: run budget, request/token rate limiter, and concurrency that adapts to 429s."""
+"""Client-side limits: run budget, request/token rate limiter, and a concurrency limit that can be resized."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from gama_utils.llm.errors import ConfigError
+from gama_utils.llm.registry import ModelSpec, estimate_cost
+
 
 @dataclass
 class Budget:
-    """A cap on what a run may spend; the request that would cross it is not sent (BudgetExceeded).
+    """A hard cap on what a run may spend; the request that could cross it is not sent (BudgetExceeded).
 
     `max_requests` counts HTTP attempts, retries included. `max_tokens` counts input + output tokens
-    as reported by the server, and reserves each in-flight request's estimate (input estimate plus
-    its output limit) so the cap holds before the answers are back. `max_cost_usd` does the same
-    with the registry prices (models without prices count as free, so set max_tokens for those).
-    A Budget object keeps counting across the runs it is passed to.
+    as reported by the server, and reserves each in-flight request's worst case (input estimate plus
+    its max_tokens, or 4,096 output tokens when the request sets none) so the cap holds before the
+    answers are back. `max_cost_usd` does the same in dollars at the registry prices; a model
+    without prices is refused before anything is sent. Cached answers cost nothing. A Budget object
+    keeps counting across the runs it is passed to.
     """
 
     max_requests: int | None = None
@@ -28,16 +32,27 @@ class Budget:
     reserved_tokens: int = field(default=0, repr=False)
     reserved_cost_usd: float = field(default=0.0, repr=False)
 
+    def check_priced(self, specs: list[ModelSpec]) -> None:
+        """ConfigError naming every model a cost cap cannot be enforced on (no price), before anything is sent."""
+        if self.max_cost_usd is None:
+            return
+        unpriced = [s for s in specs if estimate_cost(s, 0, 0) is None]
+        if unpriced:
+            raise ConfigError([f"{s.alias}: no price (price_input_per_m / price_output_per_m in configs/models.yaml "
+                               f"or in its inline spec), so max_usd={self.max_cost_usd} cannot be enforced; add "
+                               f"both prices, or set max_usd=None to send without a cost cap" for s in unpriced])
+
     def reserve(self, tokens: int, cost_usd: float) -> str | None:
-        """Count one request about to be sent; return why not instead if it would overspend."""
+        """Count one request about to be sent; return why not instead if it could overspend."""
         if self.max_requests is not None and self.requests + 1 > self.max_requests:
             return f"max_requests={self.max_requests} reached ({self.requests} sent)"
         if self.max_tokens is not None and self.tokens + self.reserved_tokens + tokens > self.max_tokens:
             return (f"max_tokens={self.max_tokens} would be exceeded ({self.tokens} used, {self.reserved_tokens} "
                     f"reserved by requests in flight, next request may use up to {tokens})")
         if self.max_cost_usd is not None and self.cost_usd + self.reserved_cost_usd + cost_usd > self.max_cost_usd:
-            return (f"max_cost_usd={self.max_cost_usd} would be exceeded (${self.cost_usd:.4f} spent, "
-                    f"${self.reserved_cost_usd:.4f} reserved, next request may cost up to ${cost_usd:.4f})")
+            return (f"max_cost_usd={self.max_cost_usd} (max_usd) could be exceeded (${self.cost_usd:.4f} spent, "
+                    f"${self.reserved_cost_usd:.4f} reserved by requests in flight, next request may cost up to "
+                    f"${cost_usd:.4f})")
         self.requests += 1
         self.reserved_tokens += tokens
         self.reserved_cost_usd += cost_usd
@@ -55,22 +70,43 @@ class RateLimiter:
     """Requests (or tokens) per minute, spaced evenly (GCRA): no bursts that a provider would reject.
 
     A request costing more than the remaining allowance is let through and the next ones wait for
-    the debt to be paid off, so one large request can never block forever.
+    the debt to be paid off, so one large request can never block forever. The rate can be changed
+    while running (`per_minute = ...`) and the schedule pushed back (`postpone`).
     """
 
     def __init__(self, per_minute: float):
-        if per_minute <= 0:
-            raise ValueError(f"rate limit must be positive, got {per_minute}")
-        self.per_minute = per_minute
-        self._interval = 60.0 / per_minute
         self._tat = 0.0
+        self._waited = -1e9
+        self.per_minute = per_minute
+
+    @property
+    def per_minute(self) -> float:
+        """The current rate."""
+        return self._per_minute
+
+    @per_minute.setter
+    def per_minute(self, value: float) -> None:
+        if value <= 0:
+            raise ValueError(f"rate limit must be positive, got {value}")
+        self._per_minute = value
+        self._interval = 60.0 / value
 
     def delay(self, cost: float = 1.0) -> float:
         """Book `cost` units and return how long to wait before sending."""
         now = time.monotonic()
         start = max(now, self._tat)
         self._tat = start + cost * self._interval
+        if start > now:
+            self._waited = now
         return start - now
+
+    def busy(self, now: float) -> bool:
+        """True when a request had to wait for its turn within the last second (the rate is what limits them)."""
+        return now - self._waited < 1.0
+
+    def postpone(self, until: float) -> None:
+        """Let nothing new start before monotonic time `until`."""
+        self._tat = max(self._tat, until)
 
     async def acquire(self, cost: float = 1.0) -> None:
         """Wait for this request's turn."""
@@ -80,28 +116,12 @@ class RateLimiter:
 
 
 class ConcurrencyLimit:
-    """A semaphore whose size can change: fixed, or adaptive (AIMD) when no rate limit is known.
+    """A semaphore whose size (`limit`, at most `maximum`) can change while requests are in flight."""
 
-    Adaptive: when 429s make up at least `threshold` of the last `window` answers, a 429 multiplies
-    the limit by `decrease` (at most once per `cooldown_s`; the window then starts afresh), so a
-    server that is over its limit is backed off while isolated 429s (a busy provider, noise) are
-    only retried. Every `limit` answers in a row add one slot back, up to `maximum`.
-    """
-
-    def __init__(self, maximum: int, *, adaptive: bool = False, decrease: float = 0.75, cooldown_s: float = 1.0,
-                 window: int = 50, threshold: float = 0.15):
+    def __init__(self, maximum: int, initial: int | None = None):
         self.maximum = max(1, int(maximum))
-        self.limit = float(self.maximum)
-        self.adaptive = adaptive
-        self.decrease = decrease
-        self.cooldown_s = cooldown_s
-        self.threshold = threshold
+        self.limit = float(min(self.maximum, initial or self.maximum))
         self.in_flight = 0
-        self.cuts = 0
-        self._streak = 0
-        self._last_cut = -1e9
-        self._recent: deque[bool] = deque(maxlen=window)
-        self._recent_429 = 0
         self._waiters: deque[asyncio.Future] = deque()
 
     async def acquire(self) -> None:
@@ -131,43 +151,14 @@ class ConcurrencyLimit:
         self.in_flight -= 1
         self._wake()
 
+    def resize(self, limit: float) -> None:
+        """Set the limit (between 1 and maximum) and wake whoever may now go."""
+        self.limit = max(1.0, min(float(self.maximum), limit))
+        self._wake()
+
     def _wake(self) -> None:
         while self._waiters and self.in_flight < int(self.limit):
             future = self._waiters.popleft()
             if not future.done():
                 self.in_flight += 1
                 future.set_result(None)
-
-    def _observe(self, rate_limited: bool) -> None:
-        if len(self._recent) == self._recent.maxlen and self._recent[0]:
-            self._recent_429 -= 1
-        self._recent.append(rate_limited)
-        self._recent_429 += rate_limited
-
-    def on_success(self) -> None:
-        """An answer arrived: grow back slowly (adaptive only)."""
-        if not self.adaptive:
-            return
-        self._observe(False)
-        if self.limit >= self.maximum:
-            return
-        self._streak += 1
-        if self._streak >= self.limit:
-            self._streak = 0
-            self.limit = min(float(self.maximum), self.limit + 1.0)
-            self._wake()
-
-    def on_rate_limited(self) -> None:
-        """A 429 arrived: cut the limit if 429s are frequent (adaptive only)."""
-        if not self.adaptive:
-            return
-        self._observe(True)
-        self._streak = 0
-        now = time.monotonic()
-        if now - self._last_cut < self.cooldown_s or self._recent_429 < self.threshold * max(10, len(self._recent)):
-            return
-        self._last_cut = now
-        self._recent.clear()
-        self._recent_429 = 0
-        self.cuts += 1
-        self.limit = max(1.0, self.limit * self.decrease)

@@ -7,10 +7,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from gama_utils.llm.registry import ModelSpec, resolve_model
 
-KEY_VERSION = "gama-llm-v1"
+KEY_VERSION = "gama-llm-v2"           # v2: the server (host and path of the base URL) is part of the key
+UNLIMITED_OUTPUT_TOKENS = 4096        # output tokens assumed for a request without max_tokens
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 _OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")
 
@@ -65,6 +67,7 @@ class Prepared:
     body_json: str
     key: str
     sample: int
+    server: str
     est_input_tokens: int
     est_output_tokens: int
     indices: list[int] = field(default_factory=list)
@@ -106,9 +109,20 @@ def build_body(spec: ModelSpec, request: Request) -> dict[str, Any]:
     return body
 
 
-def cache_key(provider: str, endpoint: str, sample: int, body_json: str) -> str:
-    """sha256 over everything that determines the answer (no key, no base URL)."""
-    material = f"{KEY_VERSION}\n{provider}\n{endpoint}\n{sample}\n{body_json}"
+def server_id(spec: ModelSpec) -> str:
+    """The server a spec talks to: host[:port] and path of its base URL (no scheme, credentials or query)."""
+    if spec.client == "sim":
+        return "sim"
+    parts = urlsplit(spec.resolved_base_url())
+    host = (parts.hostname or "").lower()
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return host + parts.path.rstrip("/")
+
+
+def cache_key(provider: str, endpoint: str, sample: int, body_json: str, server: str) -> str:
+    """sha256 over everything that determines the answer, the server included (never the API key)."""
+    material = f"{KEY_VERSION}\n{provider}\n{server}\n{endpoint}\n{sample}\n{body_json}"
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -117,10 +131,11 @@ def prepare(request: Request, spec: ModelSpec | None = None) -> Prepared:
     spec = spec or resolve_model(request.model)
     body = build_body(spec, request)
     body_json = canonical_json(body)
-    out_limit = next((int(body[k]) for k in _OUTPUT_LIMITS if body.get(k)), 1024)
+    out_limit = next((int(body[k]) for k in _OUTPUT_LIMITS if body.get(k)), UNLIMITED_OUTPUT_TOKENS)
+    server = server_id(spec)
     return Prepared(spec=spec, body=body, body_json=body_json,
-                    key=cache_key(spec.provider, spec.endpoint, request.sample, body_json),
-                    sample=request.sample, est_input_tokens=len(body_json.encode("utf-8")) // 3 + 8,
+                    key=cache_key(spec.provider, spec.endpoint, request.sample, body_json, server),
+                    sample=request.sample, server=server, est_input_tokens=len(body_json.encode("utf-8")) // 3 + 8,
                     est_output_tokens=out_limit)
 
 
