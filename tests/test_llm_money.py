@@ -53,10 +53,17 @@ def test_cap_holds_when_answers_are_longer_than_assumed(fake_openai, outputs):
 
 
 def test_unpriced_model_with_a_cost_cap_is_refused_before_sending(fake_openai, outputs):
-    spec = fake_openai.spec(alias="my-vllm")
+    """A remote server without prices cannot be capped in dollars: refused before any request or probe."""
+    spec = fake_openai.spec(alias="my-vllm", base_url="https://8.8.8.8:9/v1")
     with pytest.raises(llm.ConfigError, match=r"my-vllm.*no price.*price_output_per_m.*max_usd=None"):
         llm.run(ask(spec, 3), budget=llm.Budget(max_cost_usd=5.0), **FAST)
     assert fake_openai.received == 0
+
+
+def test_a_server_of_ones_own_is_free_under_a_cost_cap(fake_openai, outputs):
+    """The local test server has no price: it costs nothing per token, so a $0 cap lets it answer."""
+    results = llm.run(ask(fake_openai.spec(alias="my-vllm"), 3), budget=llm.Budget(max_cost_usd=0.0), **FAST)
+    assert all(r.ok for r in results) and fake_openai.received == 3
 
 
 def test_cached_answers_cost_nothing_and_never_trip_the_cap(fake_openai, outputs):

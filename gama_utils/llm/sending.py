@@ -105,9 +105,9 @@ class Sender:
             name = item.spec.model_dump_json()
             by_model.setdefault(name, []).append(item)
             specs.setdefault(name, item.spec)
-        check_ready(list(specs.values()), registry=self.job.registry)
         if self.budget is not None:
             self.budget.check_priced(list(specs.values()))
+        check_ready(list(specs.values()), registry=self.job.registry)
         self.settled = asyncio.Event()
         self.models = {name: _Model(spec, self._pacer(spec)) for name, spec in specs.items()}
         by_key = {item.key: (self.models[name], item) for name, items in by_model.items() for item in items}
