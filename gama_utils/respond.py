@@ -210,46 +210,69 @@ def reasoning_summary(responses: pd.DataFrame) -> pd.DataFrame:
 
 
 IMPORT_COLUMNS = ("pair_id", "model", "arm", "answer")
+MAX_PROBLEMS_SHOWN = 20
 
 
 def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bool = False) -> pd.DataFrame:
     """Answers collected elsewhere (CSV or JSONL: pair_id, model, arm, answer [, sample, reasoning,
     finish_reason, group]) as a responses frame joined to the benchmark's pairs, ready for 05_evaluate.
 
-    Errors name the file, row and field: unknown pair_id, unknown arm, a duplicated key, a missing column.
+    Errors name the file, row and field (rows counted from 1): bad encoding, an empty file, a broken
+    JSONL line, a missing column, an unknown pair_id or arm, an empty model, an answer that is not
+    text, a sample that is not a whole number, and rows that duplicate a model × pair × arm × sample
+    once their values are read.
     """
     from .paths import resolve
+    from .records import is_missing, read_records, whole_number
 
     file = resolve(path)
-    frame = pd.read_csv(file, dtype=str, keep_default_na=False) if file.suffix == ".csv" else \
-        pd.read_json(file, lines=True, dtype=False)
-    missing = [c for c in IMPORT_COLUMNS if c not in frame.columns]
+    records = read_records(file)
+    columns = set().union(*records)
+    missing = [c for c in IMPORT_COLUMNS if c not in columns]
     if missing:
         raise ValueError(f"{file.name}: missing column(s) {missing}; needs {list(IMPORT_COLUMNS)}")
     pairs = load_benchmark() if pairs is None else pairs
     known = pairs.set_index("pair_id")
-    frame["sample"] = pd.to_numeric(frame["sample"]) if "sample" in frame.columns else 0
-    problems = []
-    for i, row in frame.iterrows():
-        if row.pair_id not in known.index:
-            problems.append(f"{file.name} row {i + 1}: pair_id {row.pair_id!r} is not in the benchmark")
-        if row.arm not in ARMS:
-            problems.append(f"{file.name} row {i + 1}: arm {row.arm!r} is not one of {list(ARMS)}")
-    duplicated = frame.duplicated(["model", "pair_id", "arm", "sample"], keep=False)
-    problems += [f"{file.name} row {i + 1}: duplicate of another row for model × pair × arm × sample"
-                 for i in frame.index[duplicated]]
-    if problems:
-        raise ValueError("; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else ""))
+    problems: list[str] = []
+    seen: dict[tuple, int] = {}
     rows = []
-    for row in frame.itertuples(index=False):
-        pair = known.loc[row.pair_id]
-        prompt = pair[f"prompt_{row.arm}"]
-        rows.append({"pair_id": row.pair_id, **{c: pair[c] for c in ("track", "dimension", "severity", "style")},
-                     "model": row.model, "group": getattr(row, "group", None) or OTHER_GROUP,
-                     "arm": row.arm, "sample": int(row.sample), "prompt": prompt,
-                     "prompt_hash": prompt_hash(prompt), "answer": row.answer,
-                     "reasoning": getattr(row, "reasoning", None) or None,
-                     "finish_reason": getattr(row, "finish_reason", None) or None, "input_tokens": None,
-                     "output_tokens": None, "latency_s": None, "error": None, "cached": False,
+    for number, record in enumerate(records, start=1):
+        where = f"{file.name} row {number}"
+        pair_id, model, arm, answer = (record.get(c) for c in IMPORT_COLUMNS)
+        sample = whole_number(record.get("sample", 0)) if not is_missing(record.get("sample")) else 0
+        if pair_id not in known.index:
+            problems.append(f"{where}: pair_id {pair_id!r} is not in the benchmark")
+        if arm not in ARMS:
+            problems.append(f"{where}: arm {arm!r} is not one of {list(ARMS)}")
+        if not isinstance(model, str) or not model.strip():
+            problems.append(f"{where}: model is empty" if is_missing(model) else f"{where}: model {model!r} is not text")
+        if is_missing(answer) and not isinstance(answer, str):
+            problems.append(f"{where}: answer is missing (write an empty string for an empty answer)")
+        elif not isinstance(answer, str):
+            problems.append(f"{where}: answer {answer!r} is not text")
+        if sample is None or sample < 0:
+            problems.append(f"{where}: sample {record.get('sample')!r} is not a whole number ≥ 0")
+        key = (model, pair_id, arm, sample)
+        if key in seen:
+            problems.append(f"{where}: duplicate of row {seen[key]} (model × pair × arm × sample "
+                            f"{model!r}, {pair_id!r}, {arm!r}, {sample})")
+        seen.setdefault(key, number)
+        if problems:
+            continue
+        pair = known.loc[pair_id]
+        prompt = pair[f"prompt_{arm}"]
+        rows.append({"pair_id": pair_id, **{c: pair[c] for c in ("track", "dimension", "severity", "style")},
+                     "model": model.strip(), "group": _text(record.get("group")) or OTHER_GROUP, "arm": arm,
+                     "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt), "answer": answer,
+                     "reasoning": _text(record.get("reasoning")), "finish_reason": _text(record.get("finish_reason")),
+                     "input_tokens": None, "output_tokens": None, "latency_s": None, "error": None, "cached": False,
                      "simulated": simulated})
+    if problems:
+        more = len(problems) - MAX_PROBLEMS_SHOWN
+        raise ValueError("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; and {more} more" if more > 0 else ""))
     return pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
+
+
+def _text(value: object) -> str | None:
+    """Optional text: None for a missing value or an empty string."""
+    return value.strip() or None if isinstance(value, str) else None

@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from gama_utils import llm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,3 +131,15 @@ def test_sigkill_loses_no_answer_and_the_rerun_repeats_none(fake_openai, tmp_pat
     assert all(r.ok for r in results) and sum(r.cached for r in results) == 10
     assert fake_openai.received - sent_before == 20                # nothing cached is asked again
     assert fake_openai.billed_twice == 0 and len(fake_openai.billed) == 30
+
+
+@pytest.mark.parametrize("content", [b"this is not a database" * 100, b"SQLite format 3\x00" + b"\x07" * 5000])
+def test_a_corrupt_cache_file_is_named_before_anything_is_sent(tmp_path, content, fake_openai):
+    from gama_utils.llm.cache import CacheError
+
+    path = tmp_path / "responses.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(CacheError, match=str(path).replace("/", ".")) as err:
+        llm.run([llm.Request(fake_openai.spec(), prompt="hi")], cache=str(path), progress=False)
+    assert "Move the file aside" in str(err.value) and fake_openai.received == 0
+    assert path.read_bytes() == content, "the corrupt file is left as it was for the user to inspect"

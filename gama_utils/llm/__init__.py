@@ -15,7 +15,7 @@ classify (Retry-After, rate-limit headers, error bodies), transport (aiohttp / o
 """
 
 from gama_utils.llm import batch
-from gama_utils.llm.cache import Cache
+from gama_utils.llm.cache import Cache, CacheError
 from gama_utils.llm.classify import retry_after_seconds
 from gama_utils.llm.client import RunResults, arun, register_backend, run
 from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RateLimited, RunStopped
@@ -32,7 +32,7 @@ from gama_utils.llm.registry import (
 from gama_utils.llm.request import Request, Result, build_body, cache_key, prepare, render_prompt, split_thinking
 
 __all__ = [
-    "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "ConcurrencyLimit", "ConfigError", "ModelSpec",
+    "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "CacheError", "ConcurrencyLimit", "ConfigError", "ModelSpec",
     "QuotaExhausted", "RateLimited", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun", "batch",
     "build_body", "cache_key", "check_ready", "estimate_cost", "load_registry", "prepare", "redact_url",
     "register_backend", "render_prompt", "resolve_model", "retry_after_seconds", "run", "split_thinking",

@@ -95,6 +95,10 @@ def content_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()[:32]
 
 
+class CacheError(RuntimeError):
+    """The cache file is not a readable SQLite database; the message names it."""
+
+
 class Cache:
     """The response cache at `path` (default outputs/cache/responses.sqlite)."""
 
@@ -102,10 +106,17 @@ class Cache:
         self.path = paths.resolve(path) if path else paths.CACHE / DEFAULT_PATH
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        conn = self.connection()
-        conn.executescript(_SCHEMA)
-        if "server" not in {row[1] for row in conn.execute("PRAGMA table_info(responses)")}:
-            conn.execute("ALTER TABLE responses ADD COLUMN server TEXT")     # a cache from before key version 2
+        try:
+            conn = self.connection()
+            conn.executescript(_SCHEMA)
+            if "server" not in {row[1] for row in conn.execute("PRAGMA table_info(responses)")}:
+                conn.execute("ALTER TABLE responses ADD COLUMN server TEXT")  # a cache from before key version 2
+            conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+        except sqlite3.DatabaseError as err:
+            self.close()
+            raise CacheError(f"the response cache {self.path} cannot be read ({err}). Nothing was sent. Move the "
+                             "file aside (the answers in it are lost to this run) or point the run at another "
+                             "cache file; a run started afresh asks everything again.") from err
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"
