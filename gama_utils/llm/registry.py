@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -86,6 +86,8 @@ class ModelSpec(BaseModel):
             raise ValueError(f"{self.alias}: field 'model' (the API model name) is empty")
         if self.client == "azure" and not self.api_version:
             raise ValueError(f"{self.alias}: client 'azure' needs 'api_version'")
+        if self.base_url and carries_credentials(self.base_url):
+            raise ValueError(_CREDENTIALS_IN_URL.format(alias=self.alias, url=redact_url(self.base_url)))
         template_kwargs = self.extra.get("chat_template_kwargs")
         if self.thinking is not None and isinstance(template_kwargs, dict) and "enable_thinking" in template_kwargs \
                 and template_kwargs["enable_thinking"] != self.thinking:
@@ -104,7 +106,10 @@ class ModelSpec(BaseModel):
             if self.client == "openai":
                 return "https://api.openai.com/v1"
             raise ConfigError(f"{self.alias}: no base_url")
-        return _expand(self.base_url, self.alias, "base_url").rstrip("/")
+        url = _expand(self.base_url, self.alias, "base_url").rstrip("/")
+        if carries_credentials(url):
+            raise ConfigError(_CREDENTIALS_IN_URL.format(alias=self.alias, url=redact_url(url)))
+        return url
 
     def resolved_api_version(self) -> str | None:
         """The Azure API version with ${VAR} references expanded."""
@@ -152,6 +157,19 @@ def _expand(text: str, alias: str, field: str) -> str:
     if missing:
         raise ConfigError(f"{alias}: {field} needs environment variable {missing[0]}, which is not set")
     return expanded
+
+
+_CREDENTIAL_PARAM = re.compile(r"key|token|secret|passw|pwd|sig|auth|credential", re.IGNORECASE)
+_CREDENTIALS_IN_URL = ("{alias}: the base URL {url} carries credentials (user:password@ or a key in the query); "
+                       "keys come from environment variables only: put the key in one and name it in api_key_env")
+
+
+def carries_credentials(url: str) -> bool:
+    """Whether a URL holds user:password@ or a query parameter named like a key, token or password."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        return True
+    return any(_CREDENTIAL_PARAM.search(name) for name, _ in parse_qsl(parts.query, keep_blank_values=True))
 
 
 def redact_url(url: str) -> str:
