@@ -41,7 +41,7 @@ def test_key_depends_on_what_determines_the_answer(monkeypatch):
                               "decoding": {"temperature": 0.3}})
     key = llm.prepare(llm.Request(spec, MESSAGES)).key
     same = [llm.Request(spec, MESSAGES, tag={"pair": 7}),
-            llm.Request(spec.model_copy(update={"alias": "x", "base_url": "https://u:p@LOCALHOST:8000/v1/?t=1"}),
+            llm.Request(spec.model_copy(update={"alias": "x", "base_url": "https://LOCALHOST:8000/v1/?region=1"}),
                         MESSAGES),
             llm.Request(spec.model_copy(update={"api_key_env": "OTHER"}), MESSAGES)]
     assert {llm.prepare(r).key for r in same} == {key}
