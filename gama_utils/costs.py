@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from . import llm
+from .judges import Judge, resolve_judge
 from .prompts import render_prompt
 
 CHARS_PER_TOKEN = 4.0
@@ -35,7 +36,7 @@ def _evaluator_overhead() -> float:
 
 def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
                       arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
-                      evaluator: str | dict | llm.ModelSpec | None = None, blind_modes: Sequence[bool] = (False,),
+                      evaluator: str | dict | llm.ModelSpec | Judge | None = None, blind_modes: Sequence[bool] = (False,),
                       answer_tokens: float = DEFAULT_ANSWER_TOKENS,
                       evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
     """Per model and stage (respond / evaluate): calls, input and output tokens, USD; a TOTAL row last."""
@@ -45,8 +46,8 @@ def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | 
     for model in target_models:
         spec = llm.resolve_model(model)
         rows.append(_row(spec, "respond", n_calls, prompt_tokens, n_calls * answer_tokens))
-    if evaluator not in (None, "lexicon"):
-        spec = llm.resolve_model(evaluator)
+    spec = resolve_judge(evaluator).spec if evaluator is not None else None
+    if spec is not None:
         n_eval = n_calls * len(rows) * len(set(blind_modes))
         eval_input = n_eval * (_evaluator_overhead() + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
         rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
@@ -78,14 +79,18 @@ def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
                                 "raise max_usd to proceed (nothing has been sent)")
 
 
-def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec,
+def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec | Judge,
                           blind_modes: Sequence[bool] = (False,),
                           evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS) -> pd.DataFrame:
-    """Calls, tokens and USD of scoring existing responses with an evaluator (once per blind mode)."""
-    if evaluator == "lexicon":
-        return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "input_tokens": 0,
+    """Calls, tokens and USD of scoring existing responses with an evaluator (once per blind mode).
+
+    A judge that asks no model (the lexicon, most collaborators' judges) costs nothing.
+    """
+    judge = resolve_judge(evaluator)
+    spec = judge.spec
+    if spec is None:
+        return pd.DataFrame([{"model": judge.name, "stage": "evaluate", "calls": 0, "input_tokens": 0,
                               "output_tokens": 0, "usd": 0.0, "priced": True, "simulated": False}])
-    spec = llm.resolve_model(evaluator)
     modes = len(set(blind_modes))
     texts = sum(_tokens(str(t)) for t in responses["prompt"]) + sum(_tokens(str(t)) for t in responses["answer"].fillna(""))
     n = len(responses) * modes
