@@ -46,11 +46,11 @@ def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | 
     for model in target_models:
         spec = llm.resolve_model(model)
         rows.append(_row(spec, "respond", n_calls, prompt_tokens, n_calls * answer_tokens))
-    spec = resolve_judge(evaluator).spec if evaluator is not None else None
-    if spec is not None:
+    judge_spec = resolve_judge(evaluator).spec if evaluator is not None else None
+    if judge_spec is not None:
         n_eval = n_calls * len(rows) * len(set(blind_modes))
         eval_input = n_eval * (_evaluator_overhead() + answer_tokens) + prompt_tokens * len(rows) * len(set(blind_modes))
-        rows.append(_row(spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
+        rows.append(_row(judge_spec, "evaluate", n_eval, eval_input, n_eval * evaluation_tokens))
     frame = pd.DataFrame(rows)
     total = {"model": "TOTAL", "stage": "", "calls": frame.calls.sum(), "input_tokens": frame.input_tokens.sum(),
              "output_tokens": frame.output_tokens.sum(),

@@ -21,14 +21,17 @@ from pydantic import BaseModel
 
 from gama_utils import llm
 from gama_utils.blind import mask_gender
-from gama_utils.judges import Item, Judge, evaluator_prompt as _item_prompt, is_model_judge, judge_name
-from gama_utils.judges import resolve_judge, response_format  # noqa: F401  (part of this module's interface)
+from gama_utils.judges import Item, Judge, is_model_judge, judge_name, resolve_judge, response_format
+from gama_utils.judges import evaluator_prompt as _item_prompt
 from gama_utils.metrics import metrics
 from gama_utils.respond import answer_status
-from gama_utils.rubric import OPTIONAL_KEYS, check_terms, evaluation_row, evaluator_model  # noqa: F401
+from gama_utils.rubric import OPTIONAL_KEYS, check_terms, evaluation_row, evaluator_model
 from gama_utils.schema import RESPONSES, evaluations_columns, require
 from gama_utils.structured import InvalidAnswer, validate
 
+__all__ = ["ACTORS", "BLIND_ACTOR", "check_terms", "evaluate_all", "evaluate_responses", "evaluation_row",
+           "evaluation_summary", "evaluator_name", "evaluator_prompt", "metric_means", "parse_output",
+           "primary_evaluator", "resolve_judge", "response_format", "shown_item"]
 ACTORS = {"male": "the narrator, a man", "female": "the narrator, a woman", "neutral": "the narrator, a person"}
 BLIND_ACTOR = "the narrator (identity withheld)"
 JudgeLike = str | dict | llm.ModelSpec | Judge

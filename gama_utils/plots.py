@@ -158,7 +158,7 @@ def _heatmap(table: pd.DataFrame, title: str, row_label: str, aggregation: str) 
     annotations = tables.format_table(table).to_numpy()
     scale = table.abs().max().replace(0, np.nan)
     relative = (table / scale).fillna(0.0)
-    keys = [tables.key_of_label(label) for label in table.columns]
+    keys = [tables.key_of_label(label) or str(label) for label in table.columns]
     relative.columns = [f"{label}\n({SHORT_UNITS[metric(key).kind]})" for label, key in zip(table.columns, keys)]
     with sns.axes_style("white"):
         fig, ax = plt.subplots(figsize=(1.5 * table.shape[1] + 4, 0.55 * table.shape[0] + 2), layout="constrained")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 from gama_utils import rubric
 from gama_utils.paths import PROMPTS
@@ -25,7 +25,7 @@ class PromptError(ValueError):
     """A prompt is unknown, or is rendered with missing or unknown fields."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> str:
     """The raw text of prompts/<name>.md."""
     if name not in PROMPT_NAMES:

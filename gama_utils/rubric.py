@@ -60,13 +60,13 @@ def evaluator_model() -> type[BaseModel]:
 
 def _property(m: Metric) -> dict:
     low, high = m.bounds
-    typed: dict[str, Any] = {
+    by_type: dict[str, dict[str, Any]] = {
         "terms": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "integer": {"type": "integer", "minimum": int(low), "maximum": int(high or 0)},
         "boolean": {"type": "boolean"},
         "choice": {"type": "string", "enum": list(m.field.choices)},
-    }[m.field.type]
-    return {**typed, "description": f"{m.field.group}: {m.field.summary}"}
+    }
+    return {**by_type[m.field.type], "description": f"{m.field.group}: {m.field.summary}"}
 
 
 def json_schema() -> dict:

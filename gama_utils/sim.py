@@ -383,11 +383,11 @@ def _judge_answer(spec, request, tag: dict):
     from .llm import Result
 
     answer = tag.get("answer")
-    if not isinstance(answer, str):
+    if answer is None:
         raise ValueError(f"simulated judge {spec.alias}: the request's tag carries no 'answer' to score "
                          "(gama_utils.judges.LLMJudge puts the shown answer there)")
     name = spec.paper_name or spec.alias.removeprefix("sim/")
-    text = json.dumps(simulated_evaluation(answer.strip(), name, str(tag.get("key", ""))))
+    text = json.dumps(simulated_evaluation(str(answer).strip(), name, str(tag.get("key", ""))))
     prompt = request.prompt if request.messages is None else request.messages[0]["content"]
     return Result(key="", text=text, finish_reason="stop", input_tokens=len(prompt) // 4,
                   output_tokens=len(text) // 4, latency_s=0.0, simulated=True)

@@ -89,11 +89,19 @@ def validate(text: str | None, model: type[BaseModel], what: str = "answer") -> 
 
 def read_with(parse: type[BaseModel] | Parser, what: str = "answer") -> Callable[[llm.Result, int], tuple[Any, str | None]]:
     """`parse` as a function (result, index) → (value, None) or (None, reason)."""
+    if isinstance(parse, type) and issubclass(parse, BaseModel):
+        model = parse
+
+        def parse_model(result: llm.Result, index: int) -> BaseModel:
+            return validate(result.text, model, what)
+
+        function: Parser = parse_model
+    else:
+        function = parse
+
     def read(result: llm.Result, index: int) -> tuple[Any, str | None]:
         try:
-            if isinstance(parse, type) and issubclass(parse, BaseModel):
-                return validate(result.text, parse, what), None
-            return parse(result, index), None
+            return function(result, index), None
         except InvalidAnswer as err:
             return None, str(err)
         except ValidationError as err:
@@ -125,6 +133,7 @@ def ask_structured(requests: Sequence[llm.Request], parse: type[BaseModel] | Par
                           progress=progress, desc=label)
         again = []
         for i, result in zip(pending, results):
+            reason: str | None
             if result.error is not None:
                 value, reason = None, f"request failed: {result.error}"
             else:

@@ -94,9 +94,9 @@ def test_a_valid_answer_becomes_the_paper_columns():
 
 
 def _toy(**overrides):
-    fields = dict(key="toy", label="Toy.", kind="rate", description="toy",
-                  field=EvaluatorField("toy_flag", "boolean", "Structural", "true or false.", "toy"),
-                  column="toy_flag")
+    fields = {"key": "toy", "label": "Toy.", "kind": "rate", "description": "toy",
+              "field": EvaluatorField("toy_flag", "boolean", "Structural", "true or false.", "toy"),
+              "column": "toy_flag"}
     return Metric(**{**fields, **overrides})
 
 
