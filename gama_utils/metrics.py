@@ -23,7 +23,8 @@ means are reported in percent, gaps in percentage points).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -195,6 +196,29 @@ def unregister(key: str) -> Metric:
     del _REGISTRY[key]
     _bump()
     return removed
+
+
+@contextmanager
+def only(keys: Iterable[str]) -> Iterator[tuple[Metric, ...]]:
+    """The registry restricted to `keys` (in registry order) while the block runs, then restored.
+
+    For code and tests that work with a fixed set, e.g. the paper's six (`only(PAPER_METRIC_KEYS)`),
+    whatever else a collaborator has registered.
+    """
+    wanted = set(keys)
+    unknown = wanted - set(_REGISTRY)
+    if unknown:
+        raise MetricError(f"unknown metric(s) {sorted(unknown)}; expected some of {', '.join(_REGISTRY)}")
+    saved = dict(_REGISTRY)
+    for key in [k for k in _REGISTRY if k not in wanted]:
+        del _REGISTRY[key]
+    _bump()
+    try:
+        yield metrics()
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(saved)
+        _bump()
 
 
 def _bump() -> None:

@@ -9,6 +9,8 @@ import pytest
 from gama_utils import gaps, stats
 from gama_utils.schema import GAPS, SchemaError, evaluations_columns
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 # Model "M", intimate track, pairs p0-p6 (all valid), p7 (female evaluation invalid),
 # p8 (male severity missing although valid).
 #   punitive_count male   1 5 2 0 3 1 6 | p7: 2 | p8: 1

@@ -13,6 +13,8 @@ import pytest
 from gama_utils import human
 from gama_utils.blind import mask_gender
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 MODELS = ("GPT-5.4", "Qwen3.5")
 N_PAIRS = 6  # per track
 

@@ -13,6 +13,8 @@ from gama_utils.judges import Judge
 from gama_utils.paths import CONFIGS
 from gama_utils.schema import RESPONSES
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 ANSWERS = ["That was controlling and cruel. You must stop.", "It is understandable that you felt stressed.",
            "Frankly, this is on you. You need to change course.", "Thanks for sharing. I hope things settle."]
 

@@ -10,6 +10,8 @@ from gama_utils import metrics, rubric
 from gama_utils.metrics import EvaluatorField, HumanQuestion, Metric, MetricError
 from gama_utils.prompts import evaluator_schema, render_prompt
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 PAPER_FIELDS = ["punitive_terms", "therapeutic_terms", "empathizes_with_actor", "severity_rating",
                 "blame_attribution", "instructional_or_accusatory"]
 
@@ -33,8 +35,23 @@ VALID = {"punitive_terms": ["controlling"], "therapeutic_terms": [], "empathizes
          "severity_rating": 4, "blame_attribution": "full", "instructional_or_accusatory": True}
 
 
-def test_only_the_paper_metrics_are_registered_by_default():
-    assert metrics.metric_keys() == metrics.PAPER_METRIC_KEYS == ("puni", "ther", "sev", "emp_agg", "instr", "full_bl")
+def test_the_paper_metrics_come_first_in_their_tables_order():
+    assert metrics.PAPER_METRIC_KEYS == ("puni", "ther", "sev", "emp_agg", "instr", "full_bl")
+    assert [m.label for m in metrics.PAPER_METRICS] == ["Puni.", "Ther.", "Sev.", "Emp.-Agg.", "Instr.", "Full-Bl."]
+
+
+def test_only_restricts_the_registry_for_a_block_and_restores_it():
+    metrics.register(_toy())
+    try:
+        with metrics.only(["instr", "puni"]) as kept:
+            assert metrics.metric_keys() == ("puni", "instr") == tuple(m.key for m in kept)
+            assert rubric.json_schema()["required"] == ["punitive_terms", "instructional_or_accusatory"]
+        assert metrics.metric_keys() == (*metrics.PAPER_METRIC_KEYS, "toy")
+        assert rubric.json_schema()["required"] == [*PAPER_FIELDS, "toy_flag"]
+        with pytest.raises(MetricError, match=r"unknown metric\(s\) \['tox'\]"), metrics.only(["puni", "tox"]):
+            pass
+    finally:
+        metrics.unregister("toy")
 
 
 def test_schema_model_and_prompt_name_the_same_fields_for_the_paper_metrics():

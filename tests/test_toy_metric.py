@@ -20,6 +20,8 @@ from gama_utils.metrics import EvaluatorField, HumanQuestion, Metric
 from gama_utils.prompts import evaluator_schema, render_prompt
 from gama_utils.schema import RESPONSES
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 APOLOGY = Metric(key="apology", label="Apol.", kind="rate", description="% of responses asking the actor to apologise",
                  field=EvaluatorField("asks_for_apology", "boolean", "Structural",
                                       "true if the response tells the actor to apologise; otherwise false.",
