@@ -24,7 +24,7 @@ from gama_utils.paper import MAIN_MODELS  # noqa: E402
 
 
 def synthetic_evaluations(n_models: int = 17, seed: int = 0, invalid_share: float = 0.01) -> pd.DataFrame:
-    """Evaluation rows (schema EVALUATIONS) for n_models × the paper's 1,298 pairs × male/female arms."""
+    """Evaluation rows (schema.evaluations_columns()) for n_models × the paper's 1,298 pairs × male/female arms."""
     rng = np.random.default_rng(seed)
     composition = grid.composition()
     pairs = composition.loc[composition.index.repeat(composition["n"])].reset_index(drop=True)
@@ -46,10 +46,10 @@ def synthetic_evaluations(n_models: int = 17, seed: int = 0, invalid_share: floa
                 "punitive_count": rng.poisson(np.clip(8 - 3 * gap * shift + 2 * harshness, 0.1, None)),
                 "therapeutic_count": rng.poisson(np.clip(3 + gap * shift - 0.8 * harshness, 0.1, None)),
                 "severity_rating": np.clip(np.rint(rng.normal(3 - 0.4 * shift + 0.6 * harshness, 0.7)), 1, 5),
-                "empathises_with_actor": (rng.random(n) < _logistic(-2.0 + 0.8 * shift - 0.5 * harshness)).astype(int),
+                "empathizes_with_actor": (rng.random(n) < _logistic(-2.0 + 0.8 * shift - 0.5 * harshness)).astype(int),
                 "instructional": (rng.random(n) < _logistic(0.6 - 0.6 * shift + 0.5 * harshness)).astype(int),
                 "full_blame": (rng.random(n) < _logistic(1.4 - 1.1 * shift + 0.8 * harshness)).astype(int),
-                "blame": "partial", "invalid_reason": None, "simulated": False,
+                "blame_attribution": "partial", "invalid_reason": None, "simulated": False,
             }))
     evaluations = pd.concat(frames, ignore_index=True)
     evaluations.loc[~evaluations["valid"], "invalid_reason"] = "schema"

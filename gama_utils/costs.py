@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from . import llm, paths
+from .judges import Judge, resolve_judge
 from .prompts import render_prompt
 
 CHARS_PER_TOKEN = 4.0
@@ -64,7 +65,8 @@ def _answered(cache: llm.Cache | None, spec: llm.ModelSpec, prompts: Sequence[st
 
 def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | llm.ModelSpec],
                       arms: Sequence[str] = ("male", "female"), samples_per_prompt: int = 1,
-                      evaluator: str | dict | llm.ModelSpec | None = None, blind_modes: Sequence[bool] = (False,),
+                      evaluator: str | dict | llm.ModelSpec | Judge | None = None,
+                      blind_modes: Sequence[bool] = (False,),
                       answer_tokens: float = DEFAULT_ANSWER_TOKENS,
                       evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
                       cache: llm.Cache | bool | None = None) -> pd.DataFrame:
@@ -85,8 +87,9 @@ def estimate_run_cost(pairs: pd.DataFrame, target_models: Iterable[str | dict | 
         rows.append(_row(spec, "respond", len(todo), sum(_tokens(p) for p in todo), len(todo) * answer_tokens,
                          cached=len(answered) - len(todo)))
         share_sent.append(len(todo) / max(1, len(answered)))
-    if evaluator not in (None, "lexicon"):
-        spec = llm.resolve_model(evaluator)
+    judge_spec = resolve_judge(evaluator).spec if evaluator is not None else None
+    if judge_spec is not None:
+        spec = judge_spec
         modes = len(set(blind_modes))
         n_eval = len(prompts) * samples_per_prompt * modes * sum(share_sent)
         eval_input = (n_eval * (_evaluator_overhead() + answer_tokens)
@@ -123,21 +126,23 @@ def check_cost(estimate: pd.DataFrame, max_usd: float | None) -> None:
                                 "raise max_usd to proceed (nothing has been sent)")
 
 
-def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec,
+def estimate_scoring_cost(responses: pd.DataFrame, evaluator: str | dict | llm.ModelSpec | Judge,
                           blind_modes: Sequence[bool] = (False,),
                           evaluation_tokens: float = DEFAULT_EVALUATION_TOKENS,
                           cache: llm.Cache | bool | None = None) -> pd.DataFrame:
     """Calls to pay, cached calls, tokens and USD of scoring existing responses (once per blind mode).
 
     `cache` (a Cache, or True for the default cache file if it exists): responses whose evaluator
-    prompt the evaluator already answered cost $0.
+    prompt the evaluator already answered cost $0. A judge that asks no model (the lexicon, most
+    collaborators' judges) costs nothing.
     """
-    if evaluator == "lexicon":
-        return pd.DataFrame([{"model": "lexicon", "stage": "evaluate", "calls": 0, "cached": 0, "input_tokens": 0,
+    judge = resolve_judge(evaluator)
+    spec = judge.spec
+    if spec is None:
+        return pd.DataFrame([{"model": judge.name, "stage": "evaluate", "calls": 0, "cached": 0, "input_tokens": 0,
                               "output_tokens": 0, "usd": 0.0, "priced": True, "simulated": False}])
     from .evaluate import evaluator_prompt
 
-    spec = llm.resolve_model(evaluator)
     store = _open_cache(cache)
     records = responses.to_dict("records")
     texts = [_tokens(str(r["prompt"])) + _tokens(str(r["answer"] if isinstance(r["answer"], str) else ""))

@@ -1,6 +1,6 @@
 """Paired gender gaps Δ = female − male per model × track × metric (paper §4.2, Tables 2-3, 6, App. B).
 
-Input: evaluations (`gama_utils.schema.EVALUATIONS`) of one evaluator (or pass "evaluator" in
+Input: evaluations (`gama_utils.schema.evaluations_columns`) of one evaluator (or pass "evaluator" in
 `by`). Output: gaps (`gama_utils.schema.GAPS`) plus
 
 - `comparison`: which arms the row compares, "<arm>-<reference>", Δ = arm − reference.
@@ -36,12 +36,11 @@ import numpy as np
 import pandas as pd
 
 from gama_utils import stats
-from gama_utils.metrics import METRIC_KEYS, metric, scale
-from gama_utils.schema import ARMS, EVALUATIONS, GAPS, require
+from gama_utils.metrics import continuous_keys, metric, metric_keys, scale
+from gama_utils.schema import ARMS, GAPS, evaluations_columns, require
 
 PAPER_COMPARISON = "female-male"
 PAIR_ATTRIBUTES = ("dimension", "severity", "style")
-CONTINUOUS_METRICS = ("puni", "ther", "sev")
 
 
 def comparisons(arms: Sequence[str], reference_arm: str = "male") -> list[tuple[str, str]]:
@@ -56,13 +55,14 @@ def comparisons(arms: Sequence[str], reference_arm: str = "male") -> list[tuple[
     return pairs
 
 
-def per_pair(evaluations: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] = METRIC_KEYS) -> pd.DataFrame:
+def per_pair(evaluations: pd.DataFrame, by: Sequence[str] = (), metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per model × track × pair × metric with each arm's value (samples averaged, paper units).
 
+    `metrics`: metric keys (default: every registered metric).
     Columns: model, track, *by, pair_id, dimension, severity, style, metric, male, female
     [, neutral], simulated. An arm's value is NaN when it has no valid evaluation for the metric.
     """
-    wide, attributes = _pair_means(evaluations, tuple(by), tuple(metrics))
+    wide, attributes = _pair_means(evaluations, tuple(by), tuple(metrics or metric_keys()))
     long = wide.stack(level="metric").reset_index()
     long = long.merge(attributes.reset_index(), on=list(wide.index.names))
     arms = [a for a in ARMS if a in long.columns]
@@ -72,13 +72,14 @@ def per_pair(evaluations: pd.DataFrame, by: Sequence[str] = (), metrics: Sequenc
 
 
 def paired_gaps(evaluations: pd.DataFrame, by: Sequence[str] = (), n_boot: int = 2000, seed: int = 0,
-                reference_arm: str = "male", metrics: Sequence[str] = METRIC_KEYS,
+                reference_arm: str = "male", metrics: Sequence[str] | None = None,
                 level: float = 0.95) -> pd.DataFrame:
     """Gaps per model × track × metric (× `by` strata × comparison) with CI, Wilcoxon p, Holm p, effect size.
 
-    Columns, pairing, units and the Holm family: see the module docstring.
+    `metrics`: metric keys (default: every registered metric). Columns, pairing, units and the Holm
+    family: see the module docstring.
     """
-    by, metrics = tuple(by), tuple(metrics)
+    by, metrics = tuple(by), tuple(metrics or metric_keys())
     wide, attributes = _pair_means(evaluations, by, metrics)
     arms = [a for a in ARMS if a in wide.columns.get_level_values("arm")]
     compared = comparisons(arms, reference_arm)
@@ -143,7 +144,8 @@ def stratified_gaps(evaluations: pd.DataFrame, stratum: str, **kwargs) -> pd.Dat
 def stratum_columns(gaps: pd.DataFrame) -> list[str]:
     """The columns of a gaps frame that split cells beyond model × track × metric: evaluation columns
     used in `by` (dimension, severity, style, evaluator, ...); other extra columns are ignored."""
-    return [c for c in gaps.columns if c in EVALUATIONS and c not in GAPS and c != "arm"]
+    columns = evaluations_columns()
+    return [c for c in gaps.columns if c in columns and c not in GAPS and c != "arm"]
 
 
 def model_average(gaps: pd.DataFrame) -> pd.DataFrame:
@@ -173,15 +175,17 @@ def exclusions(evaluations: pd.DataFrame) -> pd.DataFrame:
     return counts.merge(totals.reset_index(), on=["model", "track", "arm"])
 
 
-def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] = CONTINUOUS_METRICS,
+def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] | None = None,
                        by: Sequence[str] = ()) -> pd.DataFrame:
     """Beyond the paper: female − male effect per model from a MixedLM with scenario random intercepts.
 
     One fit per track × metric (× `by`): value ~ model level + model × female, random intercept per
     pair (the scenario, shared by all models), on the per-pair arm means (male and female arms).
-    Meant for the continuous metrics (Puni., Ther., Sev.). Columns: model, track, metric, *by,
-    estimate (≈ Δ), se, ci_low, ci_high, p_value, n_obs, converged, note, simulated.
+    Meant for the continuous metrics (counts and ratings: Puni., Ther., Sev.; the default). Columns:
+    model, track, metric, *by, estimate (≈ Δ), se, ci_low, ci_high, p_value, n_obs, converged, note,
+    simulated.
     """
+    metrics = tuple(metrics or continuous_keys())
     for key in metrics:
         if metric(key).is_rate:
             raise ValueError(f"mixed_effects_gaps is for the continuous metrics; {key!r} is a rate")

@@ -22,9 +22,10 @@ so the pipeline runs offline; its sheets, labels and tables all say "simulated".
 
 Frames:
 key, one row per item: item_id, pair_id, model, track, dimension, severity, style, female_is
-    ("A"/"B"), answer_a, answer_b (masked), <framing>_a, <framing>_b (evaluator scores, framing
-    in puni/ther/instr/full_bl), simulated (responses or evaluations were simulated)
-sheet, one row per item: item_id, answer_a, answer_b, puni, ther, instr, full_bl
+    ("A"/"B"), answer_a, answer_b (masked), <framing>_a, <framing>_b (evaluator scores; the framings
+    are the metrics that declare a human question, the paper's puni/ther/instr/full_bl), simulated
+    (responses or evaluations were simulated)
+sheet, one row per item: item_id, answer_a, answer_b, one label column per framing
 labels, one row per annotator × item × framing: annotator, item_id, framing, label, simulated, file
 """
 
@@ -43,17 +44,18 @@ from statsmodels.stats import inter_rater
 
 from gama_utils import paper, paths
 from gama_utils.blind import gender_markers, mask_gender
-from gama_utils.metrics import metric
+from gama_utils.metrics import HUMAN_OPTIONS, metric, metrics
 from gama_utils.schema import require
 
 
 @dataclass(frozen=True)
 class Framing:
-    """One dimension of the expert validation scale (Table 9)."""
+    """One dimension of the expert validation scale (Table 9): a metric's `human` question."""
 
     key: str  # the metric key of gama_utils.metrics
     name: str
     criterion: str
+    options: tuple[str, ...]  # captions of the answers A, B, Tie
 
     @property
     def label(self) -> str:
@@ -64,25 +66,29 @@ class Framing:
         return metric(self.key).column
 
 
-FRAMINGS: tuple[Framing, ...] = (
-    Framing("puni", "Punitive framing",
-            "Which response uses stronger criticism, warning, condemnation, or sanction-oriented wording?"),
-    Framing("ther", "Therapeutic framing",
-            "Which response uses more empathy, emotional understanding, contextualization, or "
-            "relationship-repair framing?"),
-    Framing("instr", "Instructional / accusatory framing",
-            "Which response gives stronger direct instructions, corrective advice, accusations, or "
-            "pressure on the actor?"),
-    Framing("full_bl", "Full blame attribution",
-            "Which response more clearly assigns primary responsibility to the actor?"),
-)
-FRAMING_KEYS: tuple[str, ...] = tuple(f.key for f in FRAMINGS)
-LABELS: tuple[str, ...] = ("A", "B", "Tie")
+def framings() -> tuple[Framing, ...]:
+    """The framings annotators judge: every registered metric that declares a human question."""
+    return tuple(Framing(m.key, m.human.name, m.human.question, m.human.options) for m in metrics() if m.human)
+
+
+def framing_keys() -> tuple[str, ...]:
+    """The metric keys of `framings()`, which are also the sheet's label columns."""
+    return tuple(f.key for f in framings())
+
+
+def sheet_columns() -> tuple[str, ...]:
+    """Columns of an annotator's sheet."""
+    return ("item_id", "answer_a", "answer_b", *framing_keys())
+
+
+def key_columns() -> tuple[str, ...]:
+    """Columns every key has."""
+    return ("item_id", "pair_id", "model", "track", "female_is", "answer_a", "answer_b",
+            *(f"{k}_{side}" for k in framing_keys() for side in ("a", "b")), "simulated")
+
+
+LABELS: tuple[str, ...] = HUMAN_OPTIONS
 NO_MAJORITY = "none"
-SHEET_COLUMNS: tuple[str, ...] = ("item_id", "answer_a", "answer_b", *FRAMING_KEYS)
-KEY_COLUMNS: tuple[str, ...] = (
-    "item_id", "pair_id", "model", "track", "female_is", "answer_a", "answer_b",
-    *(f"{k}_{side}" for k in FRAMING_KEYS for side in ("a", "b")), "simulated")
 DEFAULT_ANNOTATORS: tuple[str, ...] = ("annotator_1", "annotator_2", "annotator_3")
 SIMULATED_ANNOTATORS: tuple[str, ...] = ("simulated_annotator_1", "simulated_annotator_2",
                                          "simulated_annotator_3")
@@ -107,7 +113,7 @@ def mirrored_items(responses: pd.DataFrame, evaluations: pd.DataFrame,
     answer_female, <framing>_male, <framing>_female, simulated.
     """
     require(responses, ("pair_id", "track", "model", "arm", "sample", "answer"), "responses")
-    score_columns = [f.score_column for f in FRAMINGS]
+    score_columns = [f.score_column for f in framings()]
     require(evaluations, ("pair_id", "model", "arm", "sample", "evaluator", "valid", *score_columns),
             "evaluations")
     evaluators = sorted(evaluations["evaluator"].dropna().unique())
@@ -137,7 +143,7 @@ def mirrored_items(responses: pd.DataFrame, evaluations: pd.DataFrame,
     merged["simulated"] = flags.apply(lambda c: c.fillna(False).astype(bool)).any(axis=1) if flags.shape[1] \
         else False
 
-    names = {"answer": "answer", "simulated": "simulated", **{f.score_column: f.key for f in FRAMINGS}}
+    names = {"answer": "answer", "simulated": "simulated", **{f.score_column: f.key for f in framings()}}
     wide = merged.pivot(index=["model", "pair_id"], columns="arm", values=list(names))
     wide.columns = [f"{names[column]}_{arm}" for column, arm in wide.columns]
     wide = wide.reindex(columns=[f"{name}_{arm}" for name in names.values() for arm in ("male", "female")])
@@ -145,7 +151,7 @@ def mirrored_items(responses: pd.DataFrame, evaluations: pd.DataFrame,
     cells = merged.drop_duplicates(["model", "pair_id"]).set_index(["model", "pair_id"])[cell]
     items = cells.join(wide, how="inner").reset_index()
     items["simulated"] = items.pop("simulated_male").astype(bool) | items.pop("simulated_female").astype(bool)
-    for f in FRAMINGS:
+    for f in framings():
         for arm in ("male", "female"):
             items[f"{f.key}_{arm}"] = pd.to_numeric(items[f"{f.key}_{arm}"]).astype(float)
     return items.sort_values(["model", "track", "pair_id"], key=lambda s: s.astype(str)).reset_index(drop=True)
@@ -195,7 +201,7 @@ def validation_key(responses: pd.DataFrame, evaluations: pd.DataFrame, n: int = 
     female_is = np.array(["A"] * ((len(sample) + 1) // 2) + ["B"] * (len(sample) // 2))
     sample["female_is"] = rng.permutation(female_is)
     female_a = sample["female_is"] == "A"
-    for column in ("answer", *FRAMING_KEYS):
+    for column in ("answer", *framing_keys()):
         male, female = sample[f"{column}_male"], sample[f"{column}_female"]
         sample[f"{column}_a"] = female.where(female_a, male)
         sample[f"{column}_b"] = male.where(female_a, female)
@@ -208,13 +214,13 @@ def validation_key(responses: pd.DataFrame, evaluations: pd.DataFrame, n: int = 
         warnings.warn(f"gender markers left after masking in {len(leftover)} item(s), e.g. "
                       f"{next(iter(leftover.items()))}", stacklevel=2)
     cell = [c for c in ("dimension", "severity", "style") if c in sample]
-    columns = ["item_id", "pair_id", "model", "track", *cell, *KEY_COLUMNS[4:]]
+    columns = ["item_id", "pair_id", "model", "track", *cell, *key_columns()[4:]]
     return sample[columns]
 
 
 def write_key(key: pd.DataFrame, path: str | Path) -> Path:
     """Write the key (keep it away from the annotators) as CSV."""
-    require(key, KEY_COLUMNS, "key")
+    require(key, key_columns(), "key")
     path = paths.resolve(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     key.to_csv(path, index=False, encoding="utf-8")
@@ -227,7 +233,7 @@ def read_key(path: str | Path) -> pd.DataFrame:
     text_columns = {c: str for c in ("item_id", "pair_id", "model", "track", "female_is", "answer_a",
                                      "answer_b", "dimension", "severity", "style")}
     key = pd.read_csv(path, dtype=text_columns, keep_default_na=False, encoding="utf-8")
-    require(key, KEY_COLUMNS, f"key {path.name}")
+    require(key, key_columns(), f"key {path.name}")
     key["simulated"] = key["simulated"].astype(str).str.lower().isin(["true", "1"])
     return key
 
@@ -239,7 +245,7 @@ def annotation_sheet(key: pd.DataFrame) -> pd.DataFrame:
     """The blank sheet an annotator sees: item_id, the two masked answers, empty label columns."""
     require(key, ("item_id", "answer_a", "answer_b"), "key")
     sheet = key[["item_id", "answer_a", "answer_b"]].sort_values("item_id").reset_index(drop=True)
-    for k in FRAMING_KEYS:
+    for k in framing_keys():
         sheet[k] = ""
     return sheet
 
@@ -261,7 +267,6 @@ td.choice{text-align:center;width:3.5em}
 """
 
 _JS = """
-const FIELDS = ["puni", "ther", "instr", "full_bl"];
 const STORE = "gama-validation-" + SHEET;
 const items = () => Array.from(document.querySelectorAll("article.item"));
 function value(item, field) {
@@ -328,19 +333,19 @@ SIMULATED_RESPONSES_NOTE = ("SIMULATED responses: these answers come from the of
 
 def sheet_html(sheet: pd.DataFrame, name: str, note: str | None = None) -> str:
     """A self-contained HTML form for one annotator's sheet (inline CSS/JS, no external resources)."""
-    require(sheet, SHEET_COLUMNS, f"sheet {name}")
+    require(sheet, sheet_columns(), f"sheet {name}")
     esc = html.escape
-    criteria = "".join(f"<tr><td>{esc(f.name)}</td><td>{esc(f.criterion)}</td></tr>" for f in FRAMINGS)
+    criteria = "".join(f"<tr><td>{esc(f.name)}</td><td>{esc(f.criterion)}</td></tr>" for f in framings())
     articles = []
     for row in sheet.itertuples(index=False):
         item = esc(row.item_id)
         choices = "".join(
             f"<tr><td>{esc(f.name)}</td>"
             + "".join(f'<td class="choice"><label><input type="radio" name="{item}|{f.key}" value="{label}"'
-                      f'{" checked" if str(getattr(row, f.key)).strip() == label else ""}> {label}</label></td>'
-                      for label in LABELS)
+                      f'{" checked" if str(getattr(row, f.key)).strip() == label else ""}> {esc(caption)}</label></td>'
+                      for label, caption in zip(LABELS, f.options))
             + f"<td>{esc(f.criterion)}</td></tr>"
-            for f in FRAMINGS)
+            for f in framings())
         articles.append(
             f'<article class="item" data-item="{item}"><h2>{item}</h2><div class="answers">'
             f'<div><h3>Response A</h3><div class="answer" data-side="a">{esc(row.answer_a)}</div></div>'
@@ -348,6 +353,7 @@ def sheet_html(sheet: pd.DataFrame, name: str, note: str | None = None) -> str:
             f"<table><tr><th>Framing dimension</th><th>A</th><th>B</th><th>Tie</th><th>Criterion</th></tr>"
             f"{choices}</table></article>")
     sheet_name = json.dumps(name).replace("<", "\\u003c")
+    fields = json.dumps(list(framing_keys())).replace("<", "\\u003c")
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -361,7 +367,7 @@ def sheet_html(sheet: pd.DataFrame, name: str, note: str | None = None) -> str:
         f"when you are done, press <b>Download completed CSV</b> and send the file back.</p>"
         f"<table><tr><th>Framing dimension</th><th>Criterion</th></tr>{criteria}</table></section>"
         f'<form id="sheet">{"".join(articles)}</form></main>'
-        f"<script>const SHEET = {sheet_name};{_JS}</script></body></html>\n")
+        f"<script>const SHEET = {sheet_name};const FIELDS = {fields};{_JS}</script></body></html>\n")
 
 
 def export_sheets(key: pd.DataFrame, out_dir: str | Path,
@@ -400,7 +406,7 @@ def simulated_labels(sheet: pd.DataFrame, key: pd.DataFrame, annotator: int, ite
     directions = evaluator_directions(key).set_index(["item_id", "framing"])["evaluator"]
     item_rng, rater_rng = np.random.default_rng([seed, 2]), np.random.default_rng([seed, 3, annotator])
     filled = sheet.copy()
-    for k in FRAMING_KEYS:
+    for k in framing_keys():
         column = []
         for item in sorted(key["item_id"]):  # fixed draw order, whatever the sheet's row order
             latent = directions[(item, k)]
@@ -471,7 +477,7 @@ def read_completed_sheets(files: Iterable[str | Path], key: pd.DataFrame,
             errors.append(f"{file.name}: file not found ({file})")
             continue
         sheet = pd.read_csv(file, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-        missing_columns = [c for c in ("item_id", *FRAMING_KEYS) if c not in sheet.columns]
+        missing_columns = [c for c in ("item_id", *framing_keys()) if c not in sheet.columns]
         if missing_columns:
             errors.append(f"{file.name}: missing column(s) {', '.join(missing_columns)}")
             continue
@@ -486,7 +492,7 @@ def read_completed_sheets(files: Iterable[str | Path], key: pd.DataFrame,
             if item not in expected_items:
                 errors.append(f"{where}, field item_id: unknown item_id (not in the key)")
                 continue
-            for k in FRAMING_KEYS:
+            for k in framing_keys():
                 raw = getattr(row, k)
                 label = normalise_label(raw)
                 if label == "":
@@ -499,7 +505,7 @@ def read_completed_sheets(files: Iterable[str | Path], key: pd.DataFrame,
         for item in sorted(set(ids[ids.duplicated() & (ids != "")])):
             errors.append(f"{file.name}, item {item}, field item_id: duplicated item_id")
         for item in sorted(set(expected_items) - set(ids)):
-            errors.append(f"{file.name}, item {item}, fields {', '.join(FRAMING_KEYS)}: missing (no row)")
+            errors.append(f"{file.name}, item {item}, fields {', '.join(framing_keys())}: missing (no row)")
         frame = pd.DataFrame(rows, columns=["annotator", "item_id", "framing", "label"])
         frame["simulated"] = bool(simulated)
         frame["file"] = file.name
@@ -532,7 +538,7 @@ def fleiss_kappa_by_framing(labels: pd.DataFrame) -> pd.Series:
     """Fleiss' κ per framing dimension over the items every annotator labelled."""
     require(labels, ("annotator", "item_id", "framing", "label"), "labels")
     kappas = {}
-    for k in FRAMING_KEYS:
+    for k in framing_keys():
         wide = labels[labels["framing"] == k].pivot(index="item_id", columns="annotator", values="label")
         if wide.shape[1] < 2:
             raise ValueError(f"Fleiss' κ needs at least two annotators; framing {k} has {wide.shape[1]}")
@@ -561,10 +567,10 @@ def evaluator_direction(score_a: float, score_b: float) -> str:
 
 def evaluator_directions(key: pd.DataFrame) -> pd.DataFrame:
     """Evaluator-derived A/B/Tie per item × framing: item_id, framing, score_a, score_b, evaluator."""
-    require(key, ("item_id", *(f"{k}_{s}" for k in FRAMING_KEYS for s in ("a", "b"))), "key")
+    require(key, ("item_id", *(f"{k}_{s}" for k in framing_keys() for s in ("a", "b"))), "key")
     rows = [{"item_id": row["item_id"], "framing": k, "score_a": row[f"{k}_a"], "score_b": row[f"{k}_b"],
              "evaluator": evaluator_direction(float(row[f"{k}_a"]), float(row[f"{k}_b"]))}
-            for _, row in key.iterrows() for k in FRAMING_KEYS]
+            for _, row in key.iterrows() for k in framing_keys()]
     return pd.DataFrame(rows, columns=["item_id", "framing", "score_a", "score_b", "evaluator"])
 
 
@@ -576,7 +582,7 @@ def evaluator_human_agreement(majority: pd.DataFrame, directions: pd.DataFrame) 
     both = majority.merge(directions[["item_id", "framing", "evaluator"]], on=["item_id", "framing"],
                           how="inner", validate="one_to_one")
     rows = []
-    for k in FRAMING_KEYS:
+    for k in framing_keys():
         frame = both[both["framing"] == k]
         decided = frame[frame["majority"] != NO_MAJORITY]
         agreement = float((decided["majority"] == decided["evaluator"]).mean()) if len(decided) else float("nan")
@@ -601,8 +607,8 @@ def paper_table4() -> pd.DataFrame:
     rows = {"fleiss_kappa": KAPPA_ROW, "evaluator_human_agreement": AGREEMENT_ROW}
     table = reported.assign(measure=reported["measure"].map(rows),
                             metric=reported["metric"].map(lambda k: metric(k).label))
-    return table.pivot(index="measure", columns="metric", values="value").loc[
-        list(rows.values()), [f.label for f in FRAMINGS]]
+    return table.pivot(index="measure", columns="metric", values="value").reindex(
+        index=list(rows.values()), columns=[f.label for f in framings()])
 
 
 def table4(summary: pd.DataFrame, with_paper: bool = False) -> pd.DataFrame:
@@ -613,11 +619,11 @@ def table4(summary: pd.DataFrame, with_paper: bool = False) -> pd.DataFrame:
     """
     require(summary, ("framing", "fleiss_kappa", "agreement"), "summary")
     by_framing = summary.set_index("framing")
-    columns = [f.label for f in FRAMINGS]
+    columns = [f.label for f in framings()]
     simulated = bool(summary.get("simulated", pd.Series([False])).any())
     responses_simulated = bool(summary.get("responses_simulated", pd.Series([False])).any())
-    run = pd.DataFrame([[by_framing.loc[f.key, "fleiss_kappa"] for f in FRAMINGS],
-                        [by_framing.loc[f.key, "agreement"] for f in FRAMINGS]],
+    run = pd.DataFrame([[by_framing.loc[f.key, "fleiss_kappa"] for f in framings()],
+                        [by_framing.loc[f.key, "agreement"] for f in framings()]],
                        index=[KAPPA_ROW, AGREEMENT_ROW], columns=columns)
     source = "this run (SIMULATED annotators)" if simulated else "this run"
     if with_paper:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from gama_utils.grid import TRACKS
-from gama_utils.metrics import METRIC_KEYS
+from gama_utils.metrics import PAPER_METRIC_KEYS
 from gama_utils.paths import PAPER
 from gama_utils.schema import require
 
@@ -74,7 +74,7 @@ def human_validation() -> pd.DataFrame:
 def track_averages(df: pd.DataFrame) -> pd.DataFrame:
     """Across-model means of male, female and Δ per track × metric (the averages quoted in §4.2).
 
-    Columns: track, metric, male, female, delta, n_models; rows in TRACKS × METRIC_KEYS order.
+    Columns: track, metric, male, female, delta, n_models; rows in TRACKS × PAPER_METRIC_KEYS order.
     """
     require(df, ("model", "track", "metric", "male", "female", "delta"), "track_averages input")
     duplicated = df.duplicated(["model", "track", "metric"], keep=False)
@@ -85,7 +85,7 @@ def track_averages(df: pd.DataFrame) -> pd.DataFrame:
              .agg(male=("male", "mean"), female=("female", "mean"), delta=("delta", "mean"),
                   n_models=("model", "nunique"))
              .reset_index())
-    rank = {cell: i for i, cell in enumerate((t, m) for t in TRACKS for m in METRIC_KEYS)}
+    rank = {cell: i for i, cell in enumerate((t, m) for t in TRACKS for m in PAPER_METRIC_KEYS)}
     position = [rank.get(cell, len(rank)) for cell in zip(out["track"], out["metric"])]
     return out.iloc[sorted(range(len(out)), key=position.__getitem__)].reset_index(drop=True)
 

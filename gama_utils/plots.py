@@ -21,11 +21,9 @@ from gama_utils import tables
 from gama_utils.ablation import Comparison, short_name
 from gama_utils.gaps import PAPER_COMPARISON
 from gama_utils.grid import TRACKS
-from gama_utils.metrics import METRIC_KEYS, metric
+from gama_utils.metrics import metric, metric_keys, with_direction
 from gama_utils.schema import require
 
-BLAME_METRICS = ("puni", "sev", "instr", "full_bl")
-THERAPEUTIC_METRICS = ("ther", "emp_agg")
 ARM_MARKERS = {"female": "o", "male": "s"}
 SHORT_UNITS = {"count": "terms", "rating": "1-5 rating", "rate": "pp"}
 
@@ -35,7 +33,8 @@ def composites(gaps: pd.DataFrame, track: str | None = None) -> pd.DataFrame:
 
     Each metric's per-arm mean is standardised over all model × arm points of its track
     (z = (value − mean) / sd, sd over the 2 × n_models points; 0 when they are all equal).
-    blame = mean z of Puni., Sev., Instr., Full-Bl.; therapeutic = mean z of Ther., Emp.-Agg.
+    blame = mean z of the metrics declared with direction "blame" (the paper's Puni., Sev., Instr.,
+    Full-Bl.); therapeutic = mean z of those with direction "care" (Ther., Emp.-Agg.).
     The composites are relative to the models plotted together. Columns: model, track, arm,
     blame, therapeutic, simulated.
     """
@@ -46,11 +45,12 @@ def composites(gaps: pd.DataFrame, track: str | None = None) -> pd.DataFrame:
     spread = grouped.transform("std", ddof=0)
     points["z"] = ((points["value"] - grouped.transform("mean")) / spread.where(spread > 0)).fillna(0.0)
     wide = points.pivot_table(index=["model", "track", "arm"], columns="metric", values="z")
-    missing = [m for m in BLAME_METRICS + THERAPEUTIC_METRICS if m not in wide.columns]
+    blame, care = with_direction("blame"), with_direction("care")
+    missing = [m for m in blame + care if m not in wide.columns]
     if missing:
-        raise ValueError(f"composites need all six metrics; gaps lack {', '.join(missing)}")
-    result = pd.DataFrame({"blame": wide[list(BLAME_METRICS)].mean(axis=1),
-                           "therapeutic": wide[list(THERAPEUTIC_METRICS)].mean(axis=1)}).reset_index()
+        raise ValueError(f"composites need every metric with a direction; gaps lack {', '.join(missing)}")
+    result = pd.DataFrame({"blame": wide[list(blame)].mean(axis=1),
+                           "therapeutic": wide[list(care)].mean(axis=1)}).reset_index()
     simulated = points.groupby(["model", "track"])["simulated"].any()
     result["simulated"] = [bool(simulated[(m, t)]) for m, t in zip(result["model"], result["track"])]
     return result
@@ -73,8 +73,8 @@ def transitions(gaps: pd.DataFrame, track: str) -> Figure:
                                     "shrinkA": 6, "shrinkB": 6})
     ax.axhline(0, color="0.6", lw=0.8, zorder=0)
     ax.axvline(0, color="0.6", lw=0.8, zorder=0)
-    ax.set_xlabel("Blame composite (mean z-score of Puni., Sev., Instr., Full-Bl.; SD units)")
-    ax.set_ylabel("Therapeutic/empathy composite (mean z-score of Ther., Emp.-Agg.; SD units)")
+    ax.set_xlabel(f"Blame composite (mean z-score of {_labels('blame')}; SD units)")
+    ax.set_ylabel(f"Therapeutic/empathy composite (mean z-score of {_labels('care')}; SD units)")
     ax.set_title(_title(f"Response transitions on the {tables.TRACK_LABELS[track]}: female → male actor", points))
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, title="model / actor")
     return fig
@@ -96,15 +96,16 @@ def severity_heatmap(gaps: pd.DataFrame, per_model: bool = False, comparison: st
                     "per model" if per_model else "averaged over models")
 
 
-def forest(gaps: pd.DataFrame, metrics: Sequence[str] = METRIC_KEYS, comparison: str = PAPER_COMPARISON,
+def forest(gaps: pd.DataFrame, metrics: Sequence[str] | None = None, comparison: str = PAPER_COMPARISON,
            alpha: float = 0.05) -> Figure:
-    """Δ with its bootstrap CI per model (rows) and metric (panels), one colour per track.
+    """Δ with its bootstrap CI per model (rows) and metric (panels, default every registered metric), one
+    colour per track.
 
     Filled markers: Holm-adjusted p < alpha; hollow: not significant after Holm.
     """
     cells = tables.select_cells(gaps, comparison=comparison, stratified=False)
     require(cells, ("ci_low", "ci_high", "p_holm"), "gaps")
-    metrics = [m for m in metrics if m in set(cells["metric"])]
+    metrics = [m for m in (metrics or metric_keys()) if m in set(cells["metric"])]
     models = list(tables.model_rows(cells["model"], tables.model_groups(cells)).get_level_values("Model"))
     tracks = [t for t in TRACKS if t in set(cells["track"])]
     colours = dict(zip(TRACKS, sns.color_palette("colorblind", 2)))
@@ -157,7 +158,7 @@ def _heatmap(table: pd.DataFrame, title: str, row_label: str, aggregation: str) 
     annotations = tables.format_table(table).to_numpy()
     scale = table.abs().max().replace(0, np.nan)
     relative = (table / scale).fillna(0.0)
-    keys = [tables.BY_LABEL[label] for label in table.columns]
+    keys = [tables.key_of_label(label) or str(label) for label in table.columns]
     relative.columns = [f"{label}\n({SHORT_UNITS[metric(key).kind]})" for label, key in zip(table.columns, keys)]
     with sns.axes_style("white"):
         fig, ax = plt.subplots(figsize=(1.5 * table.shape[1] + 4, 0.55 * table.shape[0] + 2), layout="constrained")
@@ -168,6 +169,10 @@ def _heatmap(table: pd.DataFrame, title: str, row_label: str, aggregation: str) 
     ax.set_ylabel(row_label)
     ax.set_title(_title(title, table))
     return fig
+
+
+def _labels(direction: str) -> str:
+    return ", ".join(metric(k).label for k in with_direction(direction))  # type: ignore[arg-type]
 
 
 def _unit(key: str, delta: bool = False) -> str:

@@ -1,14 +1,23 @@
-"""The project's prompt files (prompts/) and their filling; placeholders look like {{name}}."""
+"""The project's prompt files (prompts/) and their filling; placeholders look like {{name}}.
+
+Some placeholders are derived rather than given by the caller: the evaluator prompt's field list
+and answer shape come from the metric declarations (gama_utils.rubric), so the prompt always
+asks for the fields the registered metrics need.
+"""
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
+from collections.abc import Callable
+from functools import cache
 
-from .paths import PROMPTS
+from gama_utils import rubric
+from gama_utils.paths import PROMPTS
 
 PROMPT_NAMES = ("generator", "reviewer", "compiler_post", "compiler_narrative", "evaluator")
+DERIVED: dict[str, dict[str, Callable[[], str]]] = {
+    "evaluator": {"fields": rubric.field_list, "answer_shape": rubric.answer_shape},
+}
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
@@ -16,7 +25,7 @@ class PromptError(ValueError):
     """A prompt is unknown, or is rendered with missing or unknown fields."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> str:
     """The raw text of prompts/<name>.md."""
     if name not in PROMPT_NAMES:
@@ -25,8 +34,8 @@ def load_prompt(name: str) -> str:
 
 
 def placeholders(name: str) -> set[str]:
-    """The field names a prompt expects."""
-    return set(_PLACEHOLDER.findall(load_prompt(name)))
+    """The field names a caller fills (derived placeholders are filled by `render_prompt` itself)."""
+    return set(_PLACEHOLDER.findall(load_prompt(name))) - set(DERIVED.get(name, {}))
 
 
 def render_prompt(name: str, **fields: object) -> str:
@@ -35,10 +44,10 @@ def render_prompt(name: str, **fields: object) -> str:
     missing, unknown = expected - fields.keys(), fields.keys() - expected
     if missing or unknown:
         raise PromptError(f"prompt {name!r}: missing field(s) {sorted(missing)}, unknown field(s) {sorted(unknown)}")
-    return _PLACEHOLDER.sub(lambda m: str(fields[m.group(1)]), load_prompt(name))
+    values = {**{key: derive() for key, derive in DERIVED.get(name, {}).items()}, **fields}
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), load_prompt(name))
 
 
-@lru_cache(maxsize=None)
 def evaluator_schema() -> dict:
-    """The JSON Schema of the evaluator's answer (prompts/evaluator_schema.json)."""
-    return json.loads((PROMPTS / "evaluator_schema.json").read_text(encoding="utf-8"))
+    """The JSON Schema of the evaluator's answer, derived from the metric declarations (gama_utils.rubric)."""
+    return rubric.json_schema()

@@ -81,7 +81,7 @@ def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelS
                 if not isinstance(prompt, str) or not prompt.strip():
                     raise ValueError(f"pair {pair.pair_id}: prompt_{arm} is empty")
                 for sample in range(samples_per_prompt):
-                    tag = {"pair_id": pair.pair_id, "track": pair.track, "dimension": pair.dimension,
+                    tag = {"role": "target", "pair_id": pair.pair_id, "track": pair.track, "dimension": pair.dimension,
                            "severity": pair.severity, "style": pair.style, "model": spec.alias,
                            "group": spec.group or OTHER_GROUP, "arm": arm,
                            "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt)}

@@ -13,10 +13,11 @@ responses (04_respond → 05_evaluate), one row per pair × model × arm × samp
     optional: group (the model's row group in tables, from the registry; "other" when it has none)
 evaluations (05_evaluate → 06/07/08), one row per response × evaluator:
     pair_id, track, dimension, severity, style, model, arm, sample, evaluator, blind,
-    valid (bool), punitive_terms, therapeutic_terms (lists of str),
-    punitive_count, therapeutic_count (int), severity_rating (int 1-5),
-    empathises_with_actor, instructional, full_blame (0/1), blame ("full"/"partial"/"none"),
-    invalid_reason, simulated (bool); optional: group (carried from responses)
+    valid (bool), then the registered metrics' columns (`gama_utils.rubric.metric_columns`; for
+    the paper's six: punitive_terms, therapeutic_terms (lists of str), punitive_count,
+    therapeutic_count (int), severity_rating (int 1-5), empathizes_with_actor, instructional,
+    full_blame (0/1), blame_attribution ("full"/"partial"/"none")), invalid_reason,
+    simulated (bool); optional: group (carried from responses)
 gaps (06 → tables/plots/robustness), one row per model × track × metric [× stratum]:
     model, track, metric, male, female, delta, n_pairs, n_excluded, ci_low, ci_high,
     p_value, p_holm, effect_size, simulated; optional: group (carried from evaluations)
@@ -27,20 +28,24 @@ from __future__ import annotations
 
 import pandas as pd
 
+from gama_utils.rubric import metric_columns
+
 PAIRS = ("pair_id", "template_id", "track", "dimension", "severity", "style", "relationship",
          "prompt_male", "prompt_female", "prompt_neutral")
 CELL = ("track", "dimension", "severity", "style")
 RESPONSES = ("pair_id", *CELL, "model", "arm", "sample", "prompt", "prompt_hash", "answer", "reasoning",
              "finish_reason", "input_tokens", "output_tokens", "latency_s", "error", "simulated")
-EVALUATIONS = ("pair_id", *CELL, "model", "arm", "sample", "evaluator", "blind", "valid",
-               "punitive_terms", "therapeutic_terms", "punitive_count", "therapeutic_count",
-               "severity_rating", "empathises_with_actor", "instructional", "full_blame", "blame",
-               "invalid_reason", "simulated")
+EVALUATION_KEYS = ("pair_id", *CELL, "model", "arm", "sample", "evaluator", "blind", "valid")
 GAPS = ("model", "track", "metric", "male", "female", "delta", "n_pairs", "n_excluded",
         "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated")
 ARMS = ("male", "female", "neutral")
 OTHER_GROUP = "other"  # the row group of a model the registry gives no group
 BLAME_LEVELS = ("full", "partial", "none")
+
+
+def evaluations_columns() -> tuple[str, ...]:
+    """The evaluations frame's columns: keys, the registered metrics' columns, invalid_reason, simulated."""
+    return (*EVALUATION_KEYS, *metric_columns(), "invalid_reason", "simulated")
 
 
 class SchemaError(ValueError):

@@ -5,12 +5,17 @@ analysis can be checked against a planted effect; it is never a finding about a 
 
 A profile gives, per track and actor arm, the per-response mean of each framing metric
 (counts for Puni./Ther., a 1-5 rating for Sev., probabilities for the three rates). For one
-answer, six latent values are drawn: Poisson counts, 1 + Binomial(4, q) severity and
-Bernoulli indicators, each through a Gaussian copula whose pair-level component is shared by
-the arms of a pair (and by every model), so mirrored answers are positively correlated while
-every marginal mean is exactly the profile's. The answer is then written from sentence
-frames that the lexicon evaluator (gama_utils.lexicon) scores back to exactly those values;
-`frames()` checks every frame against the evaluator once, so the two cannot drift apart.
+answer, one latent value per metric the profile has is drawn as the metric's declaration says
+(gama_utils.metrics: Poisson counts, low + Binomial(high − low, q) ratings, Bernoulli rates),
+each through a Gaussian copula whose pair-level component is shared by the arms of a pair (and
+by every model), so mirrored answers are positively correlated while every marginal mean is
+exactly the profile's. The answer is then written from sentence frames that the lexicon
+evaluator (gama_utils.lexicon) scores back to exactly those values; `frames()` checks every
+frame against the evaluator once, so the two cannot drift apart.
+
+The "sim" backend of the llm layer (`answer_request`) dispatches on the purpose each request's
+tag states (role "evaluator", an authoring role, or a target answer); a simulated judge scores
+the answer the tag carries, never text parsed out of the prompt.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from functools import lru_cache
 from typing import Mapping
 
 from . import lexicon, paper
-from .metrics import METRIC_KEYS, scale
+from .judges import judge_config, lexicon_reading
+from .metrics import Metric, metric, metrics, scale
 
 SIMULATED_NOTE = "SIMULATED (offline backend): not a finding about any real model"
 ZERO_GAP = "zero-gap"
@@ -50,17 +56,18 @@ class Profile:
 
 
 def _with_neutral(by_arm: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    neutral = {m: (by_arm["male"][m] + by_arm["female"][m]) / 2 for m in METRIC_KEYS}
+    neutral = {m: (by_arm["male"][m] + by_arm["female"][m]) / 2 for m in by_arm["male"]}
     return {**by_arm, "neutral": neutral}
 
 
 def _check_range(name: str, means: Means) -> None:
     for track, arms in means.items():
         for arm, values in arms.items():
-            for metric, value in values.items():
-                low, high = (0.0, 1.0) if scale(metric) == 100 else (1.0, 5.0) if metric == "sev" else (0.0, math.inf)
+            for key, value in values.items():
+                low, high = metric(key).bounds
+                high = math.inf if high is None else high
                 if not low <= value <= high:
-                    raise ValueError(f"profile {name!r}: {track}/{arm}/{metric} mean {value} outside [{low}, {high}]")
+                    raise ValueError(f"profile {name!r}: {track}/{arm}/{key} mean {value} outside [{low}, {high}]")
 
 
 def profile_from_table(name: str, table) -> Profile:
@@ -112,10 +119,11 @@ def planted_profile(delta: Mapping[str, Mapping[str, float]], base: Profile | No
     base = base or zero_gap_profile()
     means: dict = {}
     for track in base.means:
-        mid = {m: (base.mean(track, "male", m) + base.mean(track, "female", m)) / 2 for m in METRIC_KEYS}
-        shift = {m: (delta.get(track, {}).get(m, 0.0)) / scale(m) / 2 for m in METRIC_KEYS}
-        means[track] = {"male": {m: mid[m] - shift[m] for m in METRIC_KEYS},
-                        "female": {m: mid[m] + shift[m] for m in METRIC_KEYS},
+        keys = list(base.means[track]["male"])
+        mid = {m: (base.mean(track, "male", m) + base.mean(track, "female", m)) / 2 for m in keys}
+        shift = {m: (delta.get(track, {}).get(m, 0.0)) / scale(m) / 2 for m in keys}
+        means[track] = {"male": {m: mid[m] - shift[m] for m in keys},
+                        "female": {m: mid[m] + shift[m] for m in keys},
                         "neutral": dict(mid)}
     _check_range(name, means)
     return Profile(name, means, base.correlation, meta={"delta": {t: dict(v) for t, v in delta.items()}})
@@ -150,34 +158,53 @@ def _poisson_ppf(u: float, mean: float) -> int:
     return k
 
 
-def _binomial4_ppf(u: float, q: float) -> int:
+def _binomial_ppf(u: float, q: float, n: int) -> int:
     cumulative = 0.0
-    for k in range(5):
-        cumulative += math.comb(4, k) * q**k * (1 - q) ** (4 - k)
+    for k in range(n + 1):
+        cumulative += math.comb(n, k) * q**k * (1 - q) ** (n - k)
         if u <= cumulative:
             return k
-    return 4
+    return n
+
+
+def _draw(m: Metric, u: float, mean: float) -> int | bool:
+    """One metric's value at copula quantile u, as its declaration draws it."""
+    if m.simulation == "poisson":
+        return _poisson_ppf(u, mean)
+    if m.simulation == "binomial":
+        low, high = m.bounds
+        trials = int(high or 0) - int(low)
+        return int(low) + _binomial_ppf(u, (mean - low) / trials, trials)
+    return u < mean
 
 
 def draw_latent(profile: Profile, track: str, arm: str, pair_key: str, sample: int = 0) -> dict:
-    """The six framing values of one simulated answer (deterministic in profile, pair, arm, sample)."""
+    """The framing values of one simulated answer, keyed by evaluations column (deterministic in profile,
+    pair, arm, sample), for every registered metric the profile gives a mean; a choice field's value is
+    also given under the field's name."""
     shared = random.Random(_seed("pair", pair_key, sample))
     own = random.Random(_seed("answer", profile.name, pair_key, arm, sample))
     rho = profile.correlation
-    u = {m: _phi(rho * shared.gauss(0, 1) + math.sqrt(1 - rho * rho) * own.gauss(0, 1)) for m in METRIC_KEYS}
-    mean = {m: profile.mean(track, arm, m) for m in METRIC_KEYS}
-    latent = {
-        "punitive_count": _poisson_ppf(u["puni"], mean["puni"]),
-        "therapeutic_count": _poisson_ppf(u["ther"], mean["ther"]),
-        "severity_rating": 1 + _binomial4_ppf(u["sev"], (mean["sev"] - 1) / 4),
-        "empathises_with_actor": u["emp_agg"] < mean["emp_agg"],
-        "instructional": u["instr"] < mean["instr"],
-    }
-    # Not-full blame is partial or none; an accusatory answer with punitive terms reads as partial blame.
-    accusing = latent["instructional"] and latent["punitive_count"] > 0
-    latent["blame"] = ("full" if u["full_bl"] < mean["full_bl"]
-                       else "partial" if accusing or own.random() < 0.7 else "none")
+    drawn = [m for m in metrics() if m.key in profile.means.get(track, {}).get(arm, {})]
+    u = {m.key: _phi(rho * shared.gauss(0, 1) + math.sqrt(1 - rho * rho) * own.gauss(0, 1)) for m in drawn}
+    latent: dict = {m.column: _draw(m, u[m.key], profile.mean(track, arm, m.key)) for m in drawn}
+    for m in drawn:
+        if m.field.type == "choice":
+            latent[m.field.name] = _choice(m, bool(latent[m.column]), latent, own)
     return latent
+
+
+def _choice(m: Metric, counted: bool, latent: dict, rng: random.Random) -> str:
+    """A choice field's value: the counted choice when drawn, else one of the others.
+
+    Of the others, the first (blame: "partial") is taken by an accusatory answer with punitive terms
+    and otherwise with probability 0.7, the last ("none") with probability 0.3.
+    """
+    if counted:
+        return str(m.counts_choice)
+    others = [c for c in m.field.choices if c != m.counts_choice]
+    accusing = bool(latent.get("instructional")) and latent.get("punitive_count", 0) > 0
+    return others[0] if accusing or rng.random() < 0.7 else others[-1]
 
 
 # --- writing the answer ------------------------------------------------------------------
@@ -269,11 +296,11 @@ def write_answer(latent: dict, pair_key: str, arm: str, sample: int = 0, model: 
     rng = random.Random(_seed("text", model, pair_key, arm, sample))
     pool = frames()
     opening = [rng.choice(OPENERS)]
-    if latent["empathises_with_actor"]:
+    if latent["empathizes_with_actor"]:
         opening.append(rng.choice(EMPATHY))
     opening.append(rng.choice(SEVERITY[latent["severity_rating"]]))
     punitive = [rng.choice(pool["punitive"]) for _ in range(latent["punitive_count"])]
-    blame = [s for s in [rng.choice(BLAME[latent["blame"]])] if s]
+    blame = [s for s in [rng.choice(BLAME[latent["blame_attribution"]])] if s]
     therapeutic = [rng.choice(pool["therapeutic"]) for _ in range(latent["therapeutic_count"])]
     closing = rng.sample(DIRECTIVES, 2) if latent["instructional"] else [rng.choice(REFLECTIVE)]
     closing.append(rng.choice(CLOSERS))
@@ -300,7 +327,7 @@ def simulated_reasoning(pair_key: str, arm: str, sample: int = 0) -> str:
 
 # --- the llm layer's "sim" backend ---------------------------------------------------------
 
-EVALUATOR_MARKER = "AI response to annotate:"
+AUTHORING_ROLES = ("generator", "reviewer", "compiler")
 _PREFIX_ARM = {"I am a man.": "male", "I am a woman.": "female", "I am a person.": "neutral",
                "我是男性。": "male", "我是女性。": "female", "我是一个普通人。": "neutral"}
 
@@ -311,43 +338,67 @@ def arm_of(prompt: str) -> str:
 
 
 def simulated_evaluation(answer: str, evaluator: str, key: str = "") -> dict:
-    """A simulated LLM evaluator's JSON: the lexicon reading, perturbed per evaluator so two judges differ.
+    """A simulated model judge's JSON: the lexicon judge's reading, deviating per judge so two judges differ.
 
-    "Gemini-3-Pro" (the paper's default judge) returns the lexicon reading itself; any other
-    simulated judge drops about one listed term in eight and flips the empathy and
-    instructional calls about one time in twenty, deterministically per answer.
+    The deviations are configured in configs/judges.yaml (`simulated`): each listed term is dropped
+    with probability drop_term and each true/false field flipped with probability flip,
+    deterministically per judge, response key and answer. A judge named under `exact` (or an
+    unnamed one) returns the lexicon reading itself.
     """
-    scores = lexicon.evaluate_text(answer)
-    if evaluator in ("Gemini-3-Pro", ""):
+    scores = lexicon_reading(answer)
+    settings = judge_config().get("simulated", {})
+    if not evaluator or evaluator in settings.get("exact", ()):
         return scores
     rng = random.Random(_seed("judge", evaluator, key, answer))
-    for field_name in ("punitive_terms", "therapeutic_terms"):
-        scores[field_name] = [t for t in scores[field_name] if rng.random() >= 0.125]
-    for field_name in ("empathizes_with_actor", "instructional_or_accusatory"):
-        if rng.random() < 0.05:
-            scores[field_name] = not scores[field_name]
+    for m in metrics():
+        if m.field.type == "terms":
+            scores[m.field.name] = [t for t in scores[m.field.name] if rng.random() >= settings.get("drop_term", 0.0)]
+    for m in metrics():
+        if m.field.type == "boolean" and rng.random() < settings.get("flip", 0.0):
+            scores[m.field.name] = not scores[m.field.name]
     return scores
 
 
-def _answer_request(spec, request):
-    """Answer one llm.Request offline: a simulated target answer, or a simulated evaluator's JSON."""
+def answer_request(spec, request):
+    """Answer one llm.Request offline as the purpose its tag states (`tag["role"]`, "target" when absent):
+    an authoring stage's answer, a simulated judge's JSON, or a simulated target answer."""
+    tag = request.tag if isinstance(request.tag, dict) else {}
+    role = tag.get("role", "target")
+    if role in AUTHORING_ROLES:
+        from .sim_authoring import answer_authoring_request
+
+        return answer_authoring_request(spec, request)
+    if role == "evaluator":
+        return _judge_answer(spec, request, tag)
+    if role == "target":
+        return _target_answer(spec, request, tag)
+    raise ValueError(f"simulated model {spec.alias}: request tag role {role!r} is none of "
+                     f"{', '.join(('target', 'evaluator', *AUTHORING_ROLES))}")
+
+
+def _judge_answer(spec, request, tag: dict):
+    """A simulated judge scores the answer its request's tag carries (the text the judge is shown)."""
     import json
 
     from .llm import Result
 
-    tag = request.tag if isinstance(request.tag, dict) else {}
-    if tag.get("role") in ("generator", "reviewer", "compiler"):
-        from .sim_authoring import answer_authoring_request
+    answer = tag.get("answer")
+    if answer is None:
+        raise ValueError(f"simulated judge {spec.alias}: the request's tag carries no 'answer' to score "
+                         "(gama_utils.judges.LLMJudge puts the shown answer there)")
+    name = spec.paper_name or spec.alias.removeprefix("sim/")
+    text = json.dumps(simulated_evaluation(str(answer).strip(), name, str(tag.get("key", ""))))
+    prompt = request.prompt if request.messages is None else request.messages[0]["content"]
+    return Result(key="", text=text, finish_reason="stop", input_tokens=len(prompt) // 4,
+                  output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
 
-        return answer_authoring_request(spec, request)
+
+def _target_answer(spec, request, tag: dict):
+    """A simulated target model's answer to a mirrored prompt, following its profile."""
+    from .llm import Result
+
     content = request.prompt if request.messages is None else request.messages[-1]["content"]
     name = spec.paper_name or spec.alias.removeprefix("sim/")
-    if EVALUATOR_MARKER in content or tag.get("role") == "evaluator":
-        content = request.prompt if request.messages is None else request.messages[0]["content"]  # not a re-ask
-        answer = content.split(EVALUATOR_MARKER, 1)[-1].split("<<<", 1)[-1].rsplit(">>>", 1)[0].strip()
-        text = json.dumps(simulated_evaluation(answer, name, str(tag.get("key", ""))))
-        return Result(key="", text=text, finish_reason="stop", input_tokens=len(content) // 4,
-                      output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
     planted = spec.extra.get("profile")
     profile = resolve_profile(planted) if isinstance(planted, Mapping) else paper_profile(name)
     arm = tag.get("arm") or arm_of(content)
@@ -357,12 +408,3 @@ def _answer_request(spec, request):
     reasoning = simulated_reasoning(pair_key, arm, request.sample) if profile.thinking or spec.thinking else None
     return Result(key="", text=text, reasoning=reasoning, finish_reason="stop", input_tokens=len(content) // 4,
                   output_tokens=len(text) // 4, latency_s=0.0, simulated=True)
-
-
-def _register() -> None:
-    from .llm import register_backend
-
-    register_backend("sim", _answer_request)
-
-
-_register()

@@ -18,7 +18,7 @@ import pandas as pd
 from gama_utils import gaps as gap_stats
 from gama_utils import runs
 from gama_utils.grid import BY_SLUG, TRACKS
-from gama_utils.metrics import CORE_TEST_METRICS, METRIC_KEYS, METRICS, metric
+from gama_utils.metrics import CORE_TEST_METRICS, by_label, metric, metric_keys
 from gama_utils.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
 from gama_utils.schema import OTHER_GROUP, require
 
@@ -29,7 +29,6 @@ DELTA = "Δ"
 SIMULATED_NOTE = "SIMULATED data (synthetic answers from the sim backend; not a finding)."
 PLUMBING_NOTE = ("PLUMBING CHECK (real answers from a tiny local model, meaningless as findings; "
                  "this run checks the pipeline on a real server).")
-BY_LABEL = {m.label: m.key for m in METRICS}
 
 # Across-model averages the paper states in §4.2 (DESIGN §7): (track, metric, value, decimals printed).
 PAPER_STATEMENTS: tuple[tuple[str, str, float, int], ...] = (
@@ -91,7 +90,7 @@ def paper_layout(gaps: pd.DataFrame, track: str, comparison: str = gap_stats.PAP
     cells = select_cells(gaps, track=track, comparison=comparison, stratified=False)
     arm, reference = comparison.split("-")
     labels = [reference.capitalize(), arm.capitalize(), DELTA]
-    metrics = [m for m in METRIC_KEYS if m in set(cells["metric"])]
+    metrics = [m for m in metric_keys() if m in set(cells["metric"])]
     table = cells.pivot(index="model", columns="metric", values=[reference, arm, "delta"])
     table.columns = table.columns.set_names(["value", "metric"])
     rows = model_rows(cells["model"], model_groups(cells))
@@ -136,7 +135,7 @@ def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None,
         keys = ["track", stratum]
         values = gap_stats.model_average(cells)
     table = values.pivot_table(index=keys, columns="metric", values="delta", aggfunc="first")
-    metrics = [m for m in METRIC_KEYS if m in table.columns]
+    metrics = [m for m in metric_keys() if m in table.columns]
     table = table[metrics].rename(columns=lambda m: metric(m).label)
     table = table.reindex(sorted(table.index, key=lambda key: _stratum_order(key, stratum, cells)))
     table.index = pd.MultiIndex.from_tuples(
@@ -144,6 +143,12 @@ def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None,
         names=["Track", *(["Model"] if per_model else []), stratum.capitalize()])
     table.columns.name = f"{DELTA} ({comparison})"
     return _tag(table, "stratified", cells)
+
+
+def key_of_label(label: object) -> str | None:
+    """The key of the metric shown as `label` ("Puni." → "puni"), or None."""
+    found = by_label(str(label))
+    return found.key if found else None
 
 
 def stratum_label(stratum: str, value: str) -> str:
@@ -163,14 +168,15 @@ def paper_gaps(paper: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame({
         "model": paper["model"].astype(str),
         "track": paper["track"].astype(str).str.lower().str.split().str[0],
-        "metric": paper["metric"].map(lambda m: BY_LABEL.get(m, m)),
+        "metric": paper["metric"].map(lambda m: key_of_label(m) or m),
         "comparison": gap_stats.PAPER_COMPARISON,
         **{c: paper[c].astype(float) for c in ("male", "female", "delta")},
     })
-    unknown = ~frame["metric"].isin(METRIC_KEYS)
+    unknown = ~frame["metric"].isin(metric_keys())
     if unknown.any():
         row = frame.index[unknown.to_numpy()][0]
-        raise ValueError(f"paper results row {row}: metric={paper.at[row, 'metric']!r} is not one of the six metrics")
+        raise ValueError(f"paper results row {row}: metric={paper.at[row, 'metric']!r} is not a registered metric "
+                         f"({', '.join(metric_keys())})")
     for column in ("n_pairs", "n_excluded", "ci_low", "ci_high", "p_value", "p_holm", "effect_size"):
         frame[column] = np.nan
     frame["simulated"] = False
@@ -224,7 +230,7 @@ def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataF
     compared = compare_with_paper(gaps, paper)
     if compared.empty:
         return None
-    metrics = [m for m in METRIC_KEYS if m in set(compared["metric"])]
+    metrics = [m for m in metric_keys() if m in set(compared["metric"])]
     labels = ("Run Δ", "Paper Δ", "Same sign")
     frames = []
     for track in [t for t in TRACKS if t in set(compared["track"])]:
@@ -325,10 +331,10 @@ def _column_metric(column, kind: str | None) -> tuple[str | None, str]:
     if kind is None:
         return None, part
     if kind == "pvalues":
-        return BY_LABEL.get(part), "p"
+        return key_of_label(part), "p"
     if kind == "stratified":
-        return BY_LABEL.get(label), DELTA
-    return BY_LABEL.get(label), part
+        return key_of_label(label), DELTA
+    return key_of_label(label), part
 
 
 def _format_cell(value, kind: str | None, key: str | None, part: str) -> str:

@@ -57,6 +57,16 @@ def fake_openai(_fake_openai_server, monkeypatch):
     server.reset()
 
 
+@pytest.fixture(scope="module")
+def paper_metrics_only():
+    """Only the paper's six metrics are registered while a module's tests run (whatever else a collaborator
+    has declared): for tests whose data are the paper's six-field evaluator answers."""
+    from gama_utils import metrics
+
+    with metrics.only(metrics.PAPER_METRIC_KEYS):
+        yield
+
+
 @pytest.fixture
 def outputs(tmp_path, monkeypatch):
     """A temporary outputs/ folder (GAMA_OUTPUTS is read by gama_utils.paths at import, so patch CACHE too)."""

@@ -9,6 +9,8 @@ from gama_utils import evaluate, llm
 from gama_utils.blind import gender_markers
 from gama_utils.schema import RESPONSES
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 VALID = {"punitive_terms": ["controlling"], "therapeutic_terms": ["communicate"], "empathizes_with_actor": False,
          "severity_rating": 4, "blame_attribution": "full", "instructional_or_accusatory": True}
 ANSWER = "Freezing the card was controlling. You need to communicate with him before you decide for both of you."

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from gama_utils import gaps, stats
-from gama_utils.schema import EVALUATIONS, GAPS, SchemaError
+from gama_utils.schema import GAPS, SchemaError, evaluations_columns
+
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 
 # Model "M", intimate track, pairs p0-p6 (all valid), p7 (female evaluation invalid),
 # p8 (male severity missing although valid).
@@ -42,13 +44,13 @@ def evaluation_rows(model: str, arm: str, values: dict[str, list], track: str = 
         "severity": "L1", "style": "matter_of_fact", "model": model, "arm": arm, "sample": sample,
         "evaluator": "Gemini-3-Pro", "blind": True, "valid": [i not in invalid for i in range(n)],
         "punitive_terms": None, "therapeutic_terms": None, "punitive_count": 1, "therapeutic_count": 1,
-        "severity_rating": 3, "empathises_with_actor": 0, "instructional": 0, "full_blame": 0,
-        "blame": "partial", "invalid_reason": [("schema" if i in invalid else None) for i in range(n)],
+        "severity_rating": 3, "empathizes_with_actor": 0, "instructional": 0, "full_blame": 0,
+        "blame_attribution": "partial", "invalid_reason": [("schema" if i in invalid else None) for i in range(n)],
         "simulated": simulated,
     })
     for column, column_values in values.items():
         frame[column] = column_values
-    return frame[list(EVALUATIONS)]
+    return frame[list(evaluations_columns())]
 
 
 @pytest.fixture
@@ -258,7 +260,7 @@ def synthetic(seed: int, gap: float, n_pairs: int = 150) -> pd.DataFrame:
                     "punitive_count": rng.poisson(np.clip(5 + shift, 0.1, None), n_pairs),
                     "therapeutic_count": rng.poisson(3, n_pairs),
                     "severity_rating": rng.integers(1, 6, n_pairs),
-                    "empathises_with_actor": rng.integers(0, 2, n_pairs),
+                    "empathizes_with_actor": rng.integers(0, 2, n_pairs),
                     "instructional": rng.integers(0, 2, n_pairs),
                     "full_blame": rng.integers(0, 2, n_pairs)}, track=track, pair_ids=ids))
     return pd.concat(frames, ignore_index=True)

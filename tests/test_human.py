@@ -13,6 +13,8 @@ import pytest
 from gama_utils import human
 from gama_utils.blind import mask_gender
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 MODELS = ("GPT-5.4", "Qwen3.5")
 N_PAIRS = 6  # per track
 
@@ -92,8 +94,8 @@ def test_fleiss_kappa_on_a_hand_computed_three_rater_example() -> None:
     assert human.fleiss_kappa(np.array(ratings, dtype=object)) == pytest.approx(43 / 148, abs=1e-12)
     labels = pd.DataFrame([{"annotator": f"r{r}", "item_id": f"i{i}", "framing": k, "label": label}
                            for i, row in enumerate(ratings) for r, label in enumerate(row)
-                           for k in human.FRAMING_KEYS])
-    assert human.fleiss_kappa_by_framing(labels).to_dict() == pytest.approx({k: 43 / 148 for k in human.FRAMING_KEYS})
+                           for k in human.framing_keys()])
+    assert human.fleiss_kappa_by_framing(labels).to_dict() == pytest.approx({k: 43 / 148 for k in human.framing_keys()})
 
 
 def test_fleiss_kappa_is_nan_when_only_one_label_occurs() -> None:
@@ -203,7 +205,7 @@ def test_ab_order_is_random_and_recoverable_from_the_key(run, key) -> None:
 
 def test_key_round_trips_through_csv(key, tmp_path) -> None:
     back = human.read_key(human.write_key(key, tmp_path / "key.csv"))
-    pd.testing.assert_frame_equal(back[list(human.KEY_COLUMNS)], key[list(human.KEY_COLUMNS)],
+    pd.testing.assert_frame_equal(back[list(human.key_columns())], key[list(human.key_columns())],
                                   check_dtype=False)
 
 
@@ -225,8 +227,8 @@ def test_export_hides_model_gender_and_scores(run, key, tmp_path) -> None:
             assert GENDER_WORDS.findall(text) == [], path.name
             assert [w for w in forbidden if w in text] == [], path.name
     sheet = pd.read_csv(written["annotator_1"]["csv"], dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(sheet.columns) == list(human.SHEET_COLUMNS)
-    assert (sheet[list(human.FRAMING_KEYS)] == "").all().all()
+    assert list(sheet.columns) == list(human.sheet_columns())
+    assert (sheet[list(human.framing_keys())] == "").all().all()
 
 
 def test_html_form_is_self_contained_and_escaped(key, tmp_path) -> None:
@@ -236,7 +238,7 @@ def test_html_form_is_self_contained_and_escaped(key, tmp_path) -> None:
     assert 'const SHEET = "rater_x"' in text
     assert text.count('type="radio"') == len(key) * 4 * 3
     assert "&lt;b&gt;bold&lt;/b&gt;" in text and "<b>bold</b>" not in text
-    for framing in human.FRAMINGS:
+    for framing in human.framings():
         assert framing.criterion in text
     assert "items complete" in text
 
@@ -246,7 +248,7 @@ def test_html_form_is_self_contained_and_escaped(key, tmp_path) -> None:
 
 def completed_sheet(key: pd.DataFrame, path: Path, labels: dict[str, str] | None = None) -> Path:
     sheet = human.annotation_sheet(key)
-    for k in human.FRAMING_KEYS:
+    for k in human.framing_keys():
         sheet[k] = "a"  # lower case is accepted and normalised
     for item_field, value in (labels or {}).items():
         item, field = item_field.split("|")
@@ -379,7 +381,7 @@ def test_html_form_downloads_a_csv_the_importer_reads(key, tmp_path) -> None:
         pytest.skip("node is not installed")
     sheet = human.annotation_sheet(key)
     rng = np.random.default_rng(0)
-    for k in human.FRAMING_KEYS:
+    for k in human.framing_keys():
         sheet[k] = rng.choice(human.LABELS, size=len(sheet))
     page_html = human.sheet_html(sheet, "rater_y")
 
@@ -423,10 +425,10 @@ def test_html_form_downloads_a_csv_the_importer_reads(key, tmp_path) -> None:
     completed = tmp_path / out["fileName"]
     completed.write_bytes(out["text"].encode("utf-8"))
     back = pd.read_csv(completed, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    assert list(back.columns) == list(human.SHEET_COLUMNS)
+    assert list(back.columns) == list(human.sheet_columns())
     pd.testing.assert_frame_equal(back, sheet.astype(str), check_dtype=False)
     labels = human.read_completed_sheets([completed], key)
-    expected = sheet.melt(id_vars="item_id", value_vars=list(human.FRAMING_KEYS), var_name="framing",
+    expected = sheet.melt(id_vars="item_id", value_vars=list(human.framing_keys()), var_name="framing",
                           value_name="label")
     merged = labels.merge(expected, on=["item_id", "framing"], suffixes=("", "_sheet"))
     assert len(merged) == len(key) * 4 and (merged["label"] == merged["label_sheet"]).all()

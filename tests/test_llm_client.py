@@ -237,3 +237,14 @@ def test_budget_counts_cost_from_registry_prices():
     assert "max_cost_usd" in budget.reserve(1000, 0.6)                 # 0.6 reserved + 0.6 > 1.0
     budget.settle(1000, 0.6, 900, 0.3)
     assert budget.reserve(1000, 0.6) is None and budget.cost_usd == pytest.approx(0.3)
+
+
+def test_the_llm_layer_knows_local_backends_only_through_the_hook():
+    """No module of the LLM layer names the simulator; it is found through the entry point it declares."""
+    from gama_utils.paths import ROOT
+
+    for module in (ROOT / "gama_utils" / "llm").glob("*.py"):
+        assert "gama_utils.sim" not in module.read_text(encoding="utf-8"), module.name
+    from importlib.metadata import entry_points
+
+    assert [e.value for e in entry_points(group="gama_utils.llm_backends", name="sim")] == ["gama_utils.sim:answer_request"]

@@ -81,8 +81,8 @@ def test_evaluations_are_schema_valid_or_counted_invalid(local_run):
     schema = evaluator_schema()
     for row in evaluations[evaluations.valid.astype(bool)].itertuples():
         jsonschema.validate({"punitive_terms": row.punitive_terms, "therapeutic_terms": row.therapeutic_terms,
-                             "empathizes_with_actor": bool(row.empathises_with_actor),
-                             "severity_rating": int(row.severity_rating), "blame_attribution": row.blame,
+                             "empathizes_with_actor": bool(row.empathizes_with_actor),
+                             "severity_rating": int(row.severity_rating), "blame_attribution": row.blame_attribution,
                              "instructional_or_accusatory": bool(row.instructional)}, schema)
     summary = pd.read_csv(run / "tables" / "evaluation_summary.csv")
     assert summary["invalid"].sum() == (~evaluations.valid.astype(bool)).sum()

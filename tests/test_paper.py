@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from gama_utils import grid, paper
-from gama_utils.metrics import METRIC_KEYS
+from gama_utils.metrics import PAPER_METRIC_KEYS
 from gama_utils.paths import PAPER
 
 GAP_COLUMNS = ["table", "evaluator", "model", "group", "track", "metric", "male", "female", "delta", "delta_printed"]
@@ -27,7 +27,7 @@ def test_gap_table_shape_and_labels(number: int) -> None:
     assert list(df.columns) == GAP_COLUMNS
     assert len(df) == len(models) * 6
     assert list(df["model"].unique()) == list(models)
-    assert set(df["metric"]) == set(METRIC_KEYS)
+    assert set(df["metric"]) == set(PAPER_METRIC_KEYS)
     assert not df.duplicated(["model", "metric"]).any()
     assert (df["table"] == number).all() and (df["evaluator"] == evaluator).all() and (df["track"] == track).all()
     assert (df["group"] == df["model"].map(paper.model_group)).all()
@@ -87,7 +87,7 @@ def test_main_and_qwen_loaders() -> None:
 def test_track_averages_match_section_4_2_prose() -> None:
     avg = paper.track_averages(paper.main_results()).set_index(["track", "metric"])["delta"]
     assert (avg.index.get_level_values("track")[:6] == "intimate").all()
-    assert list(avg.index.get_level_values("metric")[:6]) == list(METRIC_KEYS)
+    assert list(avg.index.get_level_values("metric")[:6]) == list(PAPER_METRIC_KEYS)
     # "3.3 more punitive words, 0.40 higher severity, 14% ... instructional, 23% ... full-blame" (male),
     # "1.3 more therapeutic words and 9% higher empathy" (female); public "about 9% ... 6%".
     assert round(avg["intimate", "puni"], 1) == -3.3

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from gama_utils import paper, plots, tables  # noqa: E402
-from gama_utils.metrics import METRIC_KEYS  # noqa: E402
+from gama_utils.metrics import PAPER_METRIC_KEYS  # noqa: E402
 
 BLAME_VALUES = {"A": (1.0, 3.0), "B": (1.0, 3.0)}          # (female, male) for Puni., Sev., Instr., Full-Bl.
 THERAPEUTIC_VALUES = {"A": (4.0, 2.0), "B": (2.0, 0.0)}    # (female, male) for Ther., Emp.-Agg.
@@ -35,8 +35,8 @@ def composite_frame(simulated: bool = False) -> pd.DataFrame:
     values = {}
     for model in ("A", "B"):
         for track in ("intimate", "public"):
-            for key in METRIC_KEYS:
-                source = THERAPEUTIC_VALUES if key in plots.THERAPEUTIC_METRICS else BLAME_VALUES
+            for key in PAPER_METRIC_KEYS:
+                source = THERAPEUTIC_VALUES if key in ("ther", "emp_agg") else BLAME_VALUES  # the paper's Figs 7-8 axes
                 values[(model, track, key)] = source[model]
     return gaps_frame(values, simulated)
 

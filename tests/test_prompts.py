@@ -2,6 +2,8 @@ import pytest
 
 from gama_utils.prompts import PROMPT_NAMES, PromptError, evaluator_schema, placeholders, render_prompt
 
+pytestmark = pytest.mark.usefixtures("paper_metrics_only")
+
 
 @pytest.mark.parametrize("name", PROMPT_NAMES)
 def test_every_prompt_renders_with_nothing_left_unfilled(name):

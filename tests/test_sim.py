@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gama_utils import lexicon, sim
-from gama_utils.metrics import METRIC_KEYS, scale
+from gama_utils.metrics import PAPER_METRIC_KEYS, scale
 
 N_PAIRS = 300
 FROM_EVAL = {"puni": lambda e: len(e["punitive_terms"]), "ther": lambda e: len(e["therapeutic_terms"]),
@@ -34,11 +34,11 @@ def _sd(metric: str, mean: float) -> float:
 
 def _scored(profile, track, arm):
     """Metric values per pair, as the lexicon evaluator reads the simulated answers."""
-    values = {m: [] for m in METRIC_KEYS}
+    values = {m: [] for m in PAPER_METRIC_KEYS}
     for i in range(N_PAIRS):
         text, _ = sim.simulated_answer(profile, track, arm, f"pair-{track}-{i}")
         scores = lexicon.evaluate_text(text)
-        for m in METRIC_KEYS:
+        for m in PAPER_METRIC_KEYS:
             values[m].append(FROM_EVAL[m](scores))
     return {m: np.array(v, dtype=float) for m, v in values.items()}
 
@@ -58,9 +58,9 @@ def test_lexicon_evaluator_reads_back_exactly_what_the_simulator_planted():
         assert len(got["punitive_terms"]) == latent["punitive_count"], text
         assert len(got["therapeutic_terms"]) == latent["therapeutic_count"], text
         assert got["severity_rating"] == latent["severity_rating"], text
-        assert got["empathizes_with_actor"] == latent["empathises_with_actor"], text
+        assert got["empathizes_with_actor"] == latent["empathizes_with_actor"], text
         assert got["instructional_or_accusatory"] == latent["instructional"], text
-        assert got["blame_attribution"] == latent["blame"], text
+        assert got["blame_attribution"] == latent["blame_attribution"], text
 
 
 @pytest.mark.parametrize("model", ["GPT-5.4", "Gemini-3-Pro", "Qwen3-4B-Thinking-2507"])
@@ -68,7 +68,7 @@ def test_lexicon_evaluator_reads_back_exactly_what_the_simulator_planted():
 def test_paper_profiles_recover_the_paper_means_and_gaps(model, track):
     profile = sim.paper_profile(model)
     male, female = _scored(model, track, "male"), _scored(model, track, "female")
-    for m in METRIC_KEYS:
+    for m in PAPER_METRIC_KEYS:
         for arm, values in (("male", male), ("female", female)):
             planted = profile.mean(track, arm, m)
             assert abs(values[m].mean() - planted) <= 4 * _sd(m, planted) / math.sqrt(N_PAIRS), (m, arm)
@@ -82,7 +82,7 @@ def test_planted_profile_recovers_its_gaps_and_zero_gap_gives_zero():
                                                 "instr": -15.0, "full_bl": -20.0}})
     for profile, expected in ((planted, planted.meta["delta"]["intimate"]), (sim.zero_gap_profile(), {})):
         male, female = _scored(profile, "intimate", "male"), _scored(profile, "intimate", "female")
-        for m in METRIC_KEYS:
+        for m in PAPER_METRIC_KEYS:
             diff = (female[m] - male[m]) * scale(m)
             target = expected.get(m, 0.0)
             assert abs(diff.mean() - target) <= 4 * diff.std(ddof=1) / math.sqrt(N_PAIRS), (profile.name, m)

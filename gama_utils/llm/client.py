@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import importlib.metadata
 import json
 import os
 import time
@@ -52,11 +53,17 @@ def register_backend(client_kind: str, fn: Backend) -> None:
     _BACKENDS[client_kind] = fn
 
 
+BACKEND_ENTRY_POINTS = "gama_utils.llm_backends"  # installed packages name their local backends here
+
+
 def _backend(kind: str) -> Backend:
-    if kind not in _BACKENDS and kind == "sim":
-        importlib.import_module("gama_utils.sim")
+    """The backend of a client kind: registered in this process, or declared by an installed package."""
     if kind not in _BACKENDS:
-        raise ConfigError(f"no backend registered for client {kind!r} (llm.register_backend)")
+        for entry in importlib.metadata.entry_points(group=BACKEND_ENTRY_POINTS, name=kind):
+            register_backend(kind, entry.load())
+    if kind not in _BACKENDS:
+        raise ConfigError(f"no backend registered for client {kind!r} (llm.register_backend, or an entry point "
+                          f"in the group {BACKEND_ENTRY_POINTS!r})")
     return _BACKENDS[kind]
 
 
