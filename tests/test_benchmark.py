@@ -3,7 +3,7 @@
 import pandas as pd
 
 from gama_utils import grid
-from gama_utils.compile import deduplicate
+from gama_utils.deduplication import deduplicate
 from gama_utils.paths import BENCHMARK
 from gama_utils.templates import load_templates
 

@@ -108,13 +108,15 @@ def test_an_unreadable_answer_is_asked_again_then_reported(fake_openai):
     request = llm.Request(spec, messages=[{"role": "user", "content": "write skeletons"}], tag={"role": "generator"})
     outcomes = generate.ask([request], lambda result, i: generate.parse_skeletons(result.text, ["x-L1-y-01"]),
                             reask=2, cache=False, progress=False)
-    result, parsed, error = outcomes[0]
-    assert parsed is None and re.search(r"candidate\(s\) x-L1-y-01: the answer holds no JSON object", error)
+    outcome = outcomes[0]
+    assert outcome.value is None and re.search(r"candidate\(s\) x-L1-y-01: the answer holds no JSON object", outcome.error)
+    assert outcome.result.error is None and outcome.result.text  # the last re-ask's (unreadable) answer is kept
     assert fake_openai.answered == 3  # the first answer and two re-asks (sample 1, 2)
 
     fake_openai.reset()
     answers = iter(["not json", '{"skeletons": [{"skeleton": "[AGGRESSOR] took the tips from the jar."}]}'])
     fake_openai.responder = lambda body: {"content": next(answers)}
-    result, parsed, error = generate.ask([request], lambda r, i: generate.parse_skeletons(r.text, ["c-01"]),
-                                         cache=False, progress=False)[0]
-    assert error is None and parsed[0].skeleton.startswith("[AGGRESSOR]") and fake_openai.answered == 2
+    outcome = generate.ask([request], lambda r, i: generate.parse_skeletons(r.text, ["c-01"]),
+                           cache=False, progress=False)[0]
+    assert outcome.error is None and outcome.value is not None
+    assert outcome.value[0].skeleton.startswith("[AGGRESSOR]") and fake_openai.answered == 2
