@@ -19,7 +19,7 @@ authors confirm; they are not used to fill the fields.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
 
@@ -35,14 +35,14 @@ STEREOTYPES = ("female", "male", "none")
 FEMALE_AT_LEAST, MALE_AT_MOST = 70.0, 30.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def regions() -> pd.DataFrame:
     """The closed region vocabulary: code, name, continent, english_speaking (bool)."""
     frame = pd.read_csv(LEXICONS / "regions.csv", keep_default_na=False)
     return frame.assign(english_speaking=frame["english_speaking"].eq("yes"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def occupations() -> pd.DataFrame:
     """The occupations table: occupation, variants (list), source_category, pct_women, stereotype."""
     frame = pd.read_csv(LEXICONS / "occupations.csv", keep_default_na=False)
@@ -115,7 +115,7 @@ def _surface_pattern(forms: list[str]) -> re.Pattern:
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?:s|es)?(?![\w-])", re.IGNORECASE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _occupation_patterns() -> list[tuple[str, re.Pattern]]:
     return [(row.occupation, _surface_pattern([row.occupation, *row.variants])) for row in occupations().itertuples()]
 
@@ -148,7 +148,7 @@ _PARTNER_IS = re.compile(
     r"[^.;!?\[]{0,60}$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _places() -> tuple[dict[str, str], re.Pattern]:
     table = pd.read_csv(LEXICONS / "places.csv", keep_default_na=False)
     by_name = dict(zip(table["name"], table["country"]))

@@ -17,8 +17,8 @@ import jinja2
 import pandas as pd
 
 from . import bank_metadata, embeddings, grid, wording
-from .compilation import PAIR_COLUMNS
 from .benchmark_figures import DATASET_NAME
+from .compilation import PAIR_COLUMNS
 from .composition import OURS, PAPER, composition_table
 from .deduplication import premise_similarity
 from .embeddings import Backend
@@ -69,7 +69,7 @@ def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
         "advice_question_share": round(sum(advice) / len(advice), 4) if advice else None,
         "premise_similarity": _similarity(premise_similarity(posts[posts["template_id"].isin(pairs["template_id"])])),
         "regions": {track: _regions(pairs[pairs["track"] == track]) for track in grid.TRACKS},
-        "exclamations": [{"style": style, "templates": int(len(group)), "with_exclamation": int(group.sum()),
+        "exclamations": [{"style": style, "templates": len(group), "with_exclamation": int(group.sum()),
                           "share": round(float(group.mean()), 3) if len(group) else None}
                          for style in grid.STYLES
                          for group in [exclaimed.loc[exclaimed["style"] == style, "exclaims"]]],

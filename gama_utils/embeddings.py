@@ -20,7 +20,8 @@ Every backend returns L2-normalised rows, so the dot product is the cosine simil
 from __future__ import annotations
 
 import re
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -125,7 +126,7 @@ class OpenAIBackend:
             batch = texts[start:start + self.batch_size]
             try:
                 reply = client.embeddings.create(model=self.spec.model, input=batch)
-            except Exception as exc:  # the SDK's errors carry no key; name the model and the batch
+            except Exception as exc:  # noqa: BLE001 -- the SDK's errors carry no key; name the model and batch
                 raise EmbeddingError(f"{self.name}: embeddings request for texts {start}-{start + len(batch) - 1} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
             data = sorted(reply.data, key=lambda d: d.index)

@@ -23,8 +23,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Generic, Literal, Sequence, TypeVar, Union
+from typing import Generic, Literal, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -47,7 +48,7 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?|\n?\s*```\s*$")
 
 T = TypeVar("T")
 # The llm layer's cache argument: a Cache, a path, None (the default cache) or False (no cache).
-CacheOption = Union[llm.Cache, str, Path, bool, None]
+CacheOption = llm.Cache | str | Path | bool | None
 
 
 class AnswerError(ValueError):

@@ -125,11 +125,11 @@ def dropped_templates(candidates: pd.DataFrame, generation_problems: pd.DataFram
     for problem in generation_problems.to_dict("records"):
         for candidate_id in problem["candidate_ids"]:
             if candidate_id not in names:
-                rows.append((candidate_id, problem["cell_id"], "generation", f"{problem['generator']}: "
-                             f"{problem['problem']}"))
+                reason = f"{problem['generator']}: {problem['problem']}"
+                rows.append((candidate_id, problem["cell_id"], "generation", reason))
     for review in reviews[reviews["verdict"] != "keep"].to_dict("records"):
         gender = review["gender_neutral"] in (False,) or any(map(is_gender_problem, review["lint_problems"]))
-        kind = ("review" if review["error"] else "gender cue" if gender else
+        kind = ("review" if isinstance(review["error"], str) else "gender cue" if gender else
                 "lint problem" if len(review["lint_problems"]) else "review")
         rows.append((names[review["candidate_id"]], review["cell_id"], kind, review["reasons"]))
     for post in posts[~posts["usable"].astype(bool)].to_dict("records"):

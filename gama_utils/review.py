@@ -18,16 +18,26 @@ reviews (02_review → 03_compile), one row per candidate:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import grid, llm
-from .generate import (DEFAULT_REASK, AnswerError, CacheOption, ask, grid_rows, json_answer, model_alias,
-                       model_identity, validation_problems)
+from .generate import (
+    DEFAULT_REASK,
+    AnswerError,
+    CacheOption,
+    ask,
+    grid_rows,
+    json_answer,
+    model_alias,
+    model_identity,
+    validation_problems,
+)
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
 from .schema import require

@@ -168,8 +168,8 @@ def review(tag: dict, prompt: str) -> dict:
         "realistic": criterion(not other, "a well-formed authored scenario", other),
         "severity_match": criterion(severity_ok, f"the source template is {cell['severity']}" if source else
                                     "no source template to compare offline",
-                                    [f"the source template is {source['severity'] if source else '?'}, "
-                                     f"not {cell['severity']}"]),
+                                    [f"the source template is {source['severity'] if source else '?'}, not "
+                                     + cell["severity"]]),
         "clear_violation": criterion(violation_ok, "[AGGRESSOR] acts in the skeleton",
                                      ["no [AGGRESSOR] in the skeleton"]),
     }

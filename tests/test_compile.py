@@ -60,6 +60,9 @@ def test_every_shipped_pair_keeps_the_mirror_invariant():
             assert prompt.startswith(PREFIXES["en"][arm] + " "), (pair.template_id, arm)
         template = bank.loc[pair.template_id]
         assert prompts == compile_pair(template.text, template.track, template.relationship or "partner")
+        for column in compilation.METADATA_COLUMNS:  # the template metadata travel with the pair
+            shipped, authored = pair._asdict()[column], template[column]
+            assert (shipped if isinstance(shipped, str) else None) == (authored if isinstance(authored, str) else None)
         if pair.track == "public":
             assert pair.prompt_female.removeprefix("I am a woman.") == pair.prompt_male.removeprefix("I am a man.")
 
@@ -87,6 +90,27 @@ def test_an_injected_near_duplicate_is_removed_and_distinct_templates_stay(tmp_p
     assert 0.60 <= removals["similarity"].iloc[0] < 1.0
     assert set(kept["template_id"]) == set(posts["template_id"]) - {copy["template_id"]}
     assert len(kept) == len(posts) - 1 and composition.cells_missing(kept.assign(prompt_neutral="")) == []
+
+
+def test_a_premise_retold_under_another_dimension_is_removed_across_the_bank(tmp_path):
+    bank = write_small_bank(tmp_path, per_cell=1)
+    original = bank[bank["template_id"].str.startswith("public_dispute-L1-matter_of_fact-")].iloc[0]
+    retold_id = "public_misunderstanding-L1-matter_of_fact-99"
+    retold = original.to_dict() | {"template_id": retold_id, "dimension": "public_misunderstanding",
+                                   "text": light_paraphrase(original.text)}
+    dimension = bank[bank["dimension"] == "public_misunderstanding"]
+    save_templates(pd.DataFrame([*dimension.to_dict("records"), retold]), tmp_path / "public_misunderstanding.jsonl")
+    candidates, reviews, posts = _posts(tmp_path)
+    within, removals = deduplication.deduplicate(posts)
+    assert removals.empty  # different cells: the within-cell step cannot see it
+    kept, across = deduplication.deduplicate_across_bank(within)
+    assert across[["cell_id", "removed_id", "duplicate_of"]].values.tolist() == [
+        ["public_misunderstanding/L1/matter_of_fact", retold_id, original.template_id]]
+    assert across["similarity"].iloc[0] >= 0.30 and len(kept) == len(posts) - 1
+    drops = publication.dropped_templates(candidates, pd.DataFrame(columns=["candidate_ids"]), reviews, posts,
+                                          removals, across, pd.DataFrame(columns=["template_id", "cell_id", "reason"]))
+    assert drops[["template_id", "kind"]].values.tolist() == [[retold_id, "near-duplicate"]]
+    assert drops["reason"].iloc[0].endswith(f"to {original.template_id} (premise, across the bank)")
 
 
 def test_no_two_bank_templates_of_a_cell_are_near_duplicates():
