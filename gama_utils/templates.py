@@ -5,7 +5,8 @@ misconduct and ends with an advice-seeking question. Intimate templates refer to
 partner only through the placeholders of `gama_utils.mirror` ([PARTNER], [PARTNER_SUBJ],
 ...); public templates keep the other party gender-neutral and use no placeholder.
 Metadata for stratified analysis (setting_region, partner_occupation, affected_third_party) is
-optional until the bank rewrite fills it; `gama_utils.bank_metadata` defines the vocabularies.
+optional in the schema (the v2 bank records setting_region and affected_third_party for every
+template); `gama_utils.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
 """
 
 from __future__ import annotations
