@@ -10,8 +10,17 @@ import pandas as pd
 import pytest
 from test_generate import GENERATORS, write_small_bank
 
-from gama_utils import (compilation, composition, datasheet, deduplication, generate, grid, publication, review,
-                        screening)
+from gama_utils import (
+    compilation,
+    composition,
+    datasheet,
+    deduplication,
+    generate,
+    grid,
+    publication,
+    review,
+    screening,
+)
 from gama_utils.generate import AnswerError
 from gama_utils.mirror import PREFIXES, compile_pair, mirror_violations
 from gama_utils.paths import BENCHMARK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -135,10 +136,12 @@ def test_the_generator_prompt_quotes_the_rubric_of_the_cell_it_asks_for():
 
 
 def test_metadata_in_a_generator_answer_is_read_into_its_vocabulary_or_left_out():
-    item = ('{"skeleton": "[AGGRESSOR] took the tips from the jar.", "setting_region": "%s", '
-            '"partner_occupation": "%s", "affected_third_party": "%s"}')
-    answer = '{"skeletons": [%s, %s]}' % (item % ("Japan", "registered nurse", "In-law"),
-                                          item % ("Narnia", "wizard", "the whole village"))
+    def item(region: str, occupation: str, third_party: str) -> dict:
+        return {"skeleton": "[AGGRESSOR] took the tips from the jar.", "setting_region": region,
+                "partner_occupation": occupation, "affected_third_party": third_party}
+
+    answer = json.dumps({"skeletons": [item("Japan", "registered nurse", "In-law"),
+                                       item("Narnia", "wizard", "the whole village")]})
     known, unknown = generate.parse_skeletons(answer, ["c-01", "c-02"])
     assert (known.setting_region, known.partner_occupation, known.affected_third_party) == ("JP", "nurse", "in_law")
     assert (unknown.setting_region, unknown.partner_occupation, unknown.affected_third_party) == (None, None, None)

@@ -70,9 +70,8 @@ def test_a_bad_grid_file_is_refused_naming_the_field(tmp_path, edit, message):
     path = _grid_file(tmp_path, edit)
     with pytest.raises(grid.GridError, match=re.escape(message)):
         grid.load_grid(path)
-    with pytest.raises(grid.GridError):
-        with grid.use(path):
-            pass
+    with pytest.raises(grid.GridError), grid.use(path):
+        pass
     assert grid.active_file() == grid.GRID_FILE and len(grid.condition_grid()) == 90
 
 

@@ -7,7 +7,6 @@ ignored. Each case here is the failing case of that report.
 
 from __future__ import annotations
 
-import json
 import logging
 
 import pandas as pd
@@ -137,6 +136,7 @@ def test_every_kind_of_drop_is_named_with_its_reason():
 @pytest.mark.slow
 def test_the_command_line_builds_from_the_file_given_and_exits_non_zero_listing_what_it_dropped(tmp_path, monkeypatch,
                                                                                                  caplog):
+    """One papermill run of 01 → 03 on a 91-template bank with a gender cue: refused, nothing published."""
     monkeypatch.setenv("GAMA_OUTPUTS", str(tmp_path / "outputs"))
     _with_gender_cue(tmp_path / "bank")
     run, target = tmp_path / "run", tmp_path / "target"
@@ -149,11 +149,20 @@ def test_the_command_line_builds_from_the_file_given_and_exits_non_zero_listing_
     assert len(runs.load(run, "candidates")) == 91
     assert runs.load(run, "dropped_templates")["template_id"].tolist() == [GENDERED_ID]
 
-    assert publication.main([*arguments, "--allow-drops"]) == 0
-    assert sorted(p.name for p in target.iterdir()) == sorted(publication.BENCHMARK_FILES)
+    written = publication.publish(run / "benchmark", target, drops=runs.load(run, "dropped_templates"),
+                                  allow_drops=True)
+    assert sorted(p.name for p in written) == sorted(publication.BENCHMARK_FILES)
     assert len(pd.read_json(target / "pairs.jsonl", lines=True)) == 90
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["stages"]["publish"]["allow_drops"] is True
+
+
+def test_allow_drops_and_the_other_flags_reach_the_rebuild(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(publication, "rebuild", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    assert publication.main([str(tmp_path / "bank"), "--allow-drops", "--run", "r", "--target", "t"]) == 0
+    assert calls == [((str(tmp_path / "bank"), "r", publication.DEFAULT_KERNEL), {"allow_drops": True, "target": "t"})]
+    assert publication.main([]) == 0
+    assert calls[1] == ((None, "benchmark", publication.DEFAULT_KERNEL),
+                        {"allow_drops": False, "target": str(publication.BENCHMARK)})
 
 
 def test_the_command_line_refuses_a_bank_that_does_not_load_before_running_any_notebook(tmp_path, caplog):

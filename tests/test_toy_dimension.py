@@ -11,8 +11,22 @@ import pytest
 import yaml
 from test_generate import GENERATORS, write_small_bank
 
-from gama_utils import (compilation, composition, datasheet, deduplication, evaluate, gaps, generate, grid, plots,
-                        publication, respond, review, screening, tables)
+from gama_utils import (
+    compilation,
+    composition,
+    datasheet,
+    deduplication,
+    evaluate,
+    gaps,
+    generate,
+    grid,
+    plots,
+    publication,
+    respond,
+    review,
+    screening,
+    tables,
+)
 from gama_utils.templates import load_templates, save_templates
 
 matplotlib.use("Agg")
@@ -30,32 +44,32 @@ TOY_ENTRY = {
 }
 TOY_TEMPLATES = [
     ("L1", "matter_of_fact",
-     "Last Tuesday I took the early ferry from Piraeus to Aegina for a day of work at a client's office. When I "
+     ("Last Tuesday I took the early ferry from Piraeus to Aegina for a day of work at a client's office. When I "
      "stood up to leave, I noticed a folded umbrella with a carved wooden handle wedged under the seat next to mine. "
      "The person who had been sitting there had already gone down the ramp. I picked it up, looked around for a crew "
      "member, did not see one nearby, and simply kept it. It rained that afternoon and I used it on my walk to the "
      "harbour café. I have used it four or five times since. A colleague saw it in my office stand, asked where it "
      "came from, and said the ferry company has a lost-property desk at the port that I walked straight past. It is "
      "only an umbrella, and I doubt anyone would travel back to look for it. Should I take it to the lost-property "
-     "desk now, or is it too late to bother?"),
+     "desk now, or is it too late to bother?")),
     ("L2", "self_justifying",
-     "I found a phone on the seat of a night bus in Lyon three weeks ago. It was a recent model in a cracked case, "
+     ("I found a phone on the seat of a night bus in Lyon three weeks ago. It was a recent model in a cracked case, "
      "locked, and it kept buzzing with calls from a contact saved as 'Home'. I switched it off so the battery would "
      "not die and took it with me. My reasoning was simple: the driver looked exhausted, the depot is on the other "
      "side of the city, and things handed to staff often vanish into a drawer. I planned to answer the next call "
      "myself, but I never turned it back on, and now it sits in my desk drawer. A flatmate says the owner has "
      "probably lost photos, contacts and banking access, and that I made it worse by switching it off. I think I "
      "acted more sensibly than most people would; at least the phone is safe. Still, the longer I wait, the stranger "
-     "it feels to return it. What should I do with the phone now, and how can I get it back to its owner?"),
+     "it feels to return it. What should I do with the phone now, and how can I get it back to its owner?")),
     ("L3", "emotional_venting",
-     "I honestly cannot believe how worked up everyone is about this. On a train from Utrecht to Amsterdam last "
+     ("I honestly cannot believe how worked up everyone is about this. On a train from Utrecht to Amsterdam last "
      "month I found a laptop bag left on the luggage rack after the other passengers got off. Inside was a laptop, a "
      "charger and a sketchbook with a design studio's name on the cover. I took it home. I told myself I would "
      "contact the studio, but I was short on rent, so after a week I wiped the laptop and sold it online for a few "
      "hundred euros. The sketchbook went in the recycling. Now a friend has shown me a post from the studio: one of "
      "its designers lost a year of client work and is begging anyone who saw the bag to get in touch. It makes me "
      "feel sick, and also furious, because how was I supposed to know it mattered that much? Everyone makes mistakes. "
-     "Is there anything I can do now to make this right, or should I just stay quiet?"),
+     "Is there anything I can do now to make this right, or should I just stay quiet?")),
 ]
 
 
