@@ -19,7 +19,7 @@ authors confirm; they are not used to fill the fields.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import pandas as pd
 
@@ -35,14 +35,14 @@ STEREOTYPES = ("female", "male", "none")
 FEMALE_AT_LEAST, MALE_AT_MOST = 70.0, 30.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def regions() -> pd.DataFrame:
     """The closed region vocabulary: code, name, continent, english_speaking (bool)."""
     frame = pd.read_csv(LEXICONS / "regions.csv", keep_default_na=False)
     return frame.assign(english_speaking=frame["english_speaking"].eq("yes"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def occupations() -> pd.DataFrame:
     """The occupations table: occupation, variants (list), source_category, pct_women, stereotype."""
     frame = pd.read_csv(LEXICONS / "occupations.csv", keep_default_na=False)
@@ -86,12 +86,36 @@ def validate_third_party(value: str) -> str:
     return value
 
 
+def known_value(field: str, value: object) -> str | None:
+    """A model-given metadata value in its vocabulary (region code, table occupation, third party), else None.
+
+    A region may be given by code in any case or by its name; an occupation by any of its variants.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if field == "setting_region":
+        table = regions()
+        by_name = {name.lower(): code for code, name in zip(table["code"], table["name"])}
+        code = text.upper() if text.upper() in set(table["code"]) else by_name.get(text.lower())
+        return code if code is not None else (UNSPECIFIED if text.lower() == UNSPECIFIED else None)
+    if field == "partner_occupation":
+        if text in set(occupations()["occupation"]):
+            return text
+        found = occupation_mentions(text)
+        return found[0]["occupation"] if found else None
+    if field == "affected_third_party":
+        key = text.lower().replace("-", "_").replace(" ", "_")
+        return key if key in THIRD_PARTIES else None
+    raise ValueError(f"unknown metadata field {field!r}")
+
+
 def _surface_pattern(forms: list[str]) -> re.Pattern:
     alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?:s|es)?(?![\w-])", re.IGNORECASE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _occupation_patterns() -> list[tuple[str, re.Pattern]]:
     return [(row.occupation, _surface_pattern([row.occupation, *row.variants])) for row in occupations().itertuples()]
 
@@ -103,7 +127,8 @@ def occupation_in_text(occupation: str, text: str) -> bool:
 
 def occupation_mentions(text: str) -> list[dict]:
     """Occupations named in `text`, longest match first: occupation, surface, partner (said of the partner?)."""
-    found, taken = [], []
+    found: list[dict] = []
+    taken: list[tuple[int, int]] = []
     matches = [(m, name) for name, pattern in _occupation_patterns() for m in pattern.finditer(text)]
     for match, name in sorted(matches, key=lambda x: (-(x[0].end() - x[0].start()), x[0].start())):
         if any(match.start() < end and start < match.end() for start, end in taken):
@@ -123,7 +148,7 @@ _PARTNER_IS = re.compile(
     r"[^.;!?\[]{0,60}$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _places() -> tuple[dict[str, str], re.Pattern]:
     table = pd.read_csv(LEXICONS / "places.csv", keep_default_na=False)
     by_name = dict(zip(table["name"], table["country"]))

@@ -44,7 +44,7 @@ def construction_note(summary: dict) -> str:
 
 
 def _dimension_colours() -> dict[str, tuple]:
-    colours = {}
+    colours: dict[str, tuple] = {}
     for track, palette in TRACK_PALETTES.items():
         dims = grid.dimensions(track)
         colours.update(zip((d.slug for d in dims), sns.color_palette(palette, len(dims))))

@@ -20,7 +20,8 @@ Every backend returns L2-normalised rows, so the dot product is the cosine simil
 from __future__ import annotations
 
 import re
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,11 +30,14 @@ DEFAULT_BACKEND = "tfidf"
 # Cosine thresholds above which two texts of a cell count as near-duplicates. TF-IDF's is the
 # project's authoring check; dense sentence embeddings put any two scenarios of one cell close.
 DEFAULT_THRESHOLDS = {"tfidf": 0.60, "premise": 0.30, "openai": 0.90, "minilm": 0.90}
-# Cross-bank premise threshold, chosen from the measured distribution over all 841,753 pairs of the
-# 1,298-template bank (README of the audit): 99.99th percentile 0.24, 17 pairs at 0.30 or more, all
-# the same premise retold; between 0.25 and 0.30 pairs share a setting (a gym, an orchestra) more
-# often than a premise, so that band is listed for review, not removal.
+# Cross-bank premise threshold and why (the datasheet quotes CROSS_BANK_REASONING).
 CROSS_BANK_THRESHOLD = 0.30
+CROSS_BANK_REASONING = (
+    "chosen from the distribution measured over all 841,753 pairs of the 1,298-template bank before its v2 "
+    "rewrite: 99.99th percentile 0.24, and the 17 pairs at 0.30 or more were all the same premise retold "
+    "(tissues moved aside at a hawker centre, one library phone-photo story, towels on pool loungers); "
+    "between 0.25 and 0.30 pairs share a setting (a gym, an orchestra) more often than a premise, so that "
+    "band is listed for the authors' review by the bank audit, not removed")
 REVIEW_BAND = (0.25, CROSS_BANK_THRESHOLD)
 OPENAI_BATCH = 256
 
@@ -116,12 +120,13 @@ class OpenAIBackend:
         texts = list(texts)
         if not texts:
             return np.zeros((0, 1))
-        client, rows = self._client(), []
+        client = self._client()
+        rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start:start + self.batch_size]
             try:
                 reply = client.embeddings.create(model=self.spec.model, input=batch)
-            except Exception as exc:  # the SDK's errors carry no key; name the model and the batch
+            except Exception as exc:  # noqa: BLE001 -- the SDK's errors carry no key; name the model and batch
                 raise EmbeddingError(f"{self.name}: embeddings request for texts {start}-{start + len(batch) - 1} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
             data = sorted(reply.data, key=lambda d: d.index)
@@ -184,7 +189,8 @@ def near_duplicates(ids: Sequence[str], texts: Sequence[str], threshold: float,
     """
     if len(ids) != len(texts):
         raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
-    rows, kept = [], []
+    rows: list[dict] = []
+    kept: list[int] = []
     if len(ids) > 1:
         sims = cosine_matrix(texts, embedder)
         for i, identifier in enumerate(ids):

@@ -13,7 +13,8 @@ candidates (01_generate → 02_review), one row per skeleton:
     model, `model_identity`: what "not reviewed by its generator" compares), setting, skeleton,
     relationship (intimate: partner/dating/spouse when the generator names one, else None),
     lang, source_template_id (the bank template a simulated generator replayed, else None),
-    simulated (bool)
+    setting_region, partner_occupation (intimate), affected_third_party (the template metadata of
+    `gama_utils.bank_metadata` when the generator gives it, else None), simulated (bool)
 problems, one row per shortfall or unreadable answer: cell_id, generator, candidate_ids, problem
 """
 
@@ -22,29 +23,45 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Literal, Optional, Sequence
+from typing import Generic, Literal, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from . import grid, llm
+from . import bank_metadata, grid, llm
 from .llm.registry import INLINE_PREFIX
 from .mirror import normalise_relationship
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
+from .templates import METADATA_FIELDS, load_templates
 
 CANDIDATE_COLUMNS = ("candidate_id", "cell_id", "track", "dimension", "severity", "style", "generator",
-                     "generator_model", "setting",
-                     "skeleton", "relationship", "lang", "source_template_id", "simulated")
+                     "generator_model", "setting", "skeleton", "relationship", "lang", "source_template_id",
+                     *METADATA_FIELDS, "simulated")
 PROBLEM_COLUMNS = ("cell_id", "generator", "candidate_ids", "problem")
 DEFAULT_GENERATORS = ("sim/GPT-5.4", "sim/Gemini-3-Pro", "sim/Qwen3.5")
 DEFAULT_REASK = 2
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?|\n?\s*```\s*$")
 
 
+T = TypeVar("T")
+# The llm layer's cache argument: a Cache, a path, None (the default cache) or False (no cache).
+CacheOption = llm.Cache | str | Path | bool | None
+
+
 class AnswerError(ValueError):
     """A model's answer cannot be read; the message names the candidate and the field."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """One request's outcome after re-asking: its last result, the parsed answer (None when unreadable), the error."""
+
+    result: llm.Result
+    value: T | None
+    error: str | None
 
 
 # --- reading answers ------------------------------------------------------------------------------
@@ -79,15 +96,15 @@ def validation_problems(err: ValidationError, name_item: Callable[[tuple], str] 
     return "; ".join(parts)
 
 
-def ask(requests: Sequence[llm.Request], parse: Callable[[llm.Result, int], object], *, reask: int = DEFAULT_REASK,
-        cache=None, progress: bool = True, desc: str = "") -> list[tuple[llm.Result, object, str | None]]:
+def ask(requests: Sequence[llm.Request], parse: Callable[[llm.Result, int], T], *, reask: int = DEFAULT_REASK,
+        cache: CacheOption = None, progress: bool = True, desc: str = "") -> list[Outcome[T]]:
     """Run requests; re-ask those whose answer `parse` rejects (next sample index), up to `reask` times.
 
-    Returns (result, parsed or None, error or None) per request, in order. A failed request
-    (the llm layer already retried it) is reported, not re-asked.
+    Returns one Outcome (result, parsed value or None, error or None) per request, in order. A failed
+    request (the llm layer already retried it) is reported, not re-asked.
     """
     current = list(requests)
-    outcomes: list = [None] * len(current)
+    outcomes: list[Outcome[T] | None] = [None] * len(current)
     todo, round_ = list(range(len(current))), 0
     while todo:
         results = llm.run([current[i] for i in todo], cache=cache, progress=progress,
@@ -95,17 +112,17 @@ def ask(requests: Sequence[llm.Request], parse: Callable[[llm.Result, int], obje
         again = []
         for i, result in zip(todo, results):
             if result.error:
-                outcomes[i] = (result, None, f"request failed: {result.error}")
+                outcomes[i] = Outcome(result, None, f"request failed: {result.error}")
                 continue
             try:
-                outcomes[i] = (result, parse(result, i), None)
+                outcomes[i] = Outcome(result, parse(result, i), None)
             except AnswerError as err:
-                outcomes[i] = (result, None, str(err))
+                outcomes[i] = Outcome(result, None, str(err))
                 if round_ < reask:
                     current[i] = dataclasses.replace(current[i], sample=current[i].sample + 1)
                     again.append(i)
         todo, round_ = again, round_ + 1
-    return outcomes
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 def model_alias(model: str | dict | llm.ModelSpec) -> str:
@@ -128,20 +145,32 @@ def model_identity(model: str | dict | llm.ModelSpec) -> str:
 # --- the generator's answer -----------------------------------------------------------------------
 
 class Skeleton(BaseModel):
-    """One skeleton of the generator prompt's answer."""
+    """One skeleton of the generator prompt's answer.
+
+    The metadata fields are optional: a value outside their vocabulary is read as None rather than
+    costing the skeleton a re-ask.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     setting: str = ""
     skeleton: str = Field(min_length=20)
-    relationship: Optional[Literal["partner", "dating", "spouse"]] = None
+    relationship: Literal["partner", "dating", "spouse"] | None = None
     lang: Literal["en", "zh"] = "en"
-    source_template_id: Optional[str] = None
+    source_template_id: str | None = None
+    setting_region: str | None = None
+    partner_occupation: str | None = None
+    affected_third_party: str | None = None
 
     @field_validator("relationship", mode="before")
     @classmethod
-    def _relationship(cls, value):
+    def _relationship(cls, value: object) -> str | None:
         return normalise_relationship(str(value).strip().lower()) if value not in (None, "") else None
+
+    @field_validator("setting_region", "partner_occupation", "affected_third_party", mode="before")
+    @classmethod
+    def _vocabulary(cls, value: object, info: ValidationInfo) -> str | None:
+        return bank_metadata.known_value(info.field_name or "", value)
 
 
 class GeneratorAnswer(BaseModel):
@@ -174,8 +203,6 @@ def parse_skeletons(text: str | None, candidate_ids: Sequence[str], generator: s
 
 def bank_counts(templates: str | Path | None = None) -> pd.Series:
     """Templates per cell_id in the bank (0 for empty cells)."""
-    from .templates import load_templates
-
     bank = load_templates(templates)
     counts = (bank["dimension"] + "/" + bank["severity"] + "/" + bank["style"]).value_counts()
     return counts.reindex(grid.condition_grid()["cell_id"], fill_value=0)
@@ -224,8 +251,10 @@ def build_requests(slots: pd.DataFrame, templates: str | Path | None = None,
         dim = grid.dimension(first["dimension"])
         prompt = render_prompt("generator", track=dim.track, dimension_name=dim.name,
                                dimension_description=dim.description, severity=first["severity"],
-                               severity_description=grid.SEVERITIES[first["severity"]], style=first["style"],
-                               style_description=grid.STYLES[first["style"]], n=len(group))
+                               severity_description=grid.SEVERITIES[first["severity"]],
+                               severity_rubric=grid.rubric_text(dim.slug, first["severity"]), style=first["style"],
+                               style_description=grid.STYLES[first["style"]], n=len(group),
+                               third_parties=", ".join(bank_metadata.THIRD_PARTIES))
         requests.append(llm.Request(models.get(generator, generator), messages=[{"role": "user", "content": prompt}],
                                     tag={"role": "generator", "cell_id": cell_id, "generator": generator,
                                          "slots": [int(s) for s in group["slot"]],
@@ -234,8 +263,8 @@ def build_requests(slots: pd.DataFrame, templates: str | Path | None = None,
 
 
 def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n_per_cell: int | None = None,
-                        templates: str | Path | None = None, *, reask: int = DEFAULT_REASK, cache=None,
-                        progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+                        templates: str | Path | None = None, *, reask: int = DEFAULT_REASK,
+                        cache: CacheOption = None, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Ask the generators for every slot of the grid; returns (candidates, problems) as documented above."""
     slots = plan(generators, n_per_cell, templates)
     requests = build_requests(slots, templates, {model_alias(g): g for g in generators})
@@ -245,12 +274,13 @@ def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n
                    reask=reask, cache=cache, progress=progress, desc="generate")
     by_id = slots.set_index("candidate_id")
     rows, problems = [], []
-    for request, (result, skeletons, error) in zip(requests, outcomes):
+    for request, outcome in zip(requests, outcomes):
         tag = request.tag
         ids = tag["candidate_ids"]
-        if error:
+        skeletons = outcome.value
+        if skeletons is None:
             problems.append({"cell_id": tag["cell_id"], "generator": tag["generator"], "candidate_ids": ids,
-                             "problem": error})
+                             "problem": outcome.error})
             continue
         if len(skeletons) != len(ids):
             short = len(skeletons) < len(ids)
@@ -260,13 +290,17 @@ def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n
                                         + ("" if short else f"; kept the first {len(ids)}")})
         for candidate_id, item in zip(ids, skeletons):
             slot = by_id.loc[candidate_id]
+            intimate = slot["track"] == "intimate"
             rows.append({"candidate_id": candidate_id, "cell_id": tag["cell_id"], "track": slot["track"],
                          "dimension": slot["dimension"], "severity": slot["severity"], "style": slot["style"],
                          "generator": tag["generator"], "generator_model": identities[tag["generator"]],
                          "setting": item.setting, "skeleton": item.skeleton,
-                         "relationship": item.relationship if slot["track"] == "intimate" else None,
+                         "relationship": item.relationship if intimate else None,
                          "lang": item.lang, "source_template_id": item.source_template_id,
-                         "simulated": bool(result.simulated)})
+                         "setting_region": item.setting_region,
+                         "partner_occupation": item.partner_occupation if intimate else None,
+                         "affected_third_party": item.affected_third_party,
+                         "simulated": bool(outcome.result.simulated)})
     candidates = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     order = {cid: i for i, cid in enumerate(slots["candidate_id"])}
     candidates = candidates.sort_values("candidate_id", key=lambda s: s.map(order)).reset_index(drop=True)

@@ -28,7 +28,7 @@ _PREPOSITION_BEFORE_SUBJ = re.compile(r"\b(with|to|for|at|of|from|about|by|witho
 _INVERTED_SUBJ = re.compile(r"\b(is|was|has|does|isn't|wasn't|hasn't|doesn't)\s+\[PARTNER_SUBJ\]", re.IGNORECASE)
 _SECOND_VERB = re.compile(r"\[PARTNER_SUBJ\][^.,;:!?\n\[]{1,80}?\band\s+(was|is|has|does|wasn't|isn't|hasn't|doesn't)\b")
 _AGREEMENT_OK = frozenset("was is has does wasn't isn't hasn't doesn't".split())
-_QUESTION_END = {"en": "?", "zh": ("?", "？")}
+_QUESTION_END: dict[str, tuple[str, ...]] = {"en": ("?",), "zh": ("?", "？")}
 
 
 def word_count(text: str) -> int:
@@ -71,7 +71,7 @@ def lint_template(text: str, track: str, lang: str = "en", *, v2_rules: bool | N
 
 def v2_problems(text: str, track: str) -> list[str]:
     """The bank v2 wording rules: singular-they agreement in the neutral arm and the closing advice question."""
-    problems = []
+    problems: list[str] = []
     try:
         neutral = render(text, track, "neutral")
     except MirrorError:
@@ -138,7 +138,7 @@ def lint_bank(templates: pd.DataFrame, *, v2_rules: bool | None = None) -> pd.Da
     from . import bank_metadata
     from .mirror import compile_pair, mirror_violations
 
-    rows = []
+    rows: list[dict[str, str]] = []
     for t in templates.to_dict("records"):
         lang = t.get("lang") or "en"
         problems = lint_template(t["text"], t["track"], lang, v2_rules=v2_rules)

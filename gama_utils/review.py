@@ -18,16 +18,26 @@ reviews (02_review → 03_compile), one row per candidate:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import grid, llm
-from .generate import (DEFAULT_REASK, AnswerError, ask, grid_rows, json_answer, model_alias, model_identity,
-                       validation_problems)
+from .generate import (
+    DEFAULT_REASK,
+    AnswerError,
+    CacheOption,
+    ask,
+    grid_rows,
+    json_answer,
+    model_alias,
+    model_identity,
+    validation_problems,
+)
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
 from .schema import require
@@ -120,7 +130,7 @@ class ReviewAnswer(BaseModel):
 
     @field_validator("verdict", mode="before")
     @classmethod
-    def _verdict(cls, value):
+    def _verdict(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
 
@@ -144,7 +154,8 @@ def build_requests(candidates: pd.DataFrame, templates: str | Path | None = None
     requests = []
     for c in candidates.itertuples(index=False):
         prompt = render_prompt("reviewer", track=c.track, dimension_name=grid.dimension(c.dimension).name,
-                               severity=c.severity, severity_description=grid.SEVERITIES[c.severity], style=c.style,
+                               severity=c.severity, severity_description=grid.SEVERITIES[c.severity],
+                               severity_rubric=grid.rubric_text(c.dimension, c.severity), style=c.style,
                                skeleton=c.skeleton)
         requests.append(llm.Request(models.get(c.reviewer, c.reviewer), messages=[{"role": "user", "content": prompt}],
                                     tag={"role": "reviewer", "candidate_id": c.candidate_id, "cell_id": c.cell_id,
@@ -154,7 +165,7 @@ def build_requests(candidates: pd.DataFrame, templates: str | Path | None = None
 
 
 def review_candidates(candidates: pd.DataFrame, reviewers: Sequence[str | dict] = DEFAULT_REVIEWERS,
-                      templates: str | Path | None = None, *, reask: int = DEFAULT_REASK, cache=None,
+                      templates: str | Path | None = None, *, reask: int = DEFAULT_REASK, cache: CacheOption = None,
                       progress: bool = True) -> pd.DataFrame:
     """Review every candidate by a model other than its generator; the reviews frame documented above."""
     require(candidates, ("candidate_id", "cell_id", "track", "dimension", "severity", "style", "generator",
@@ -165,11 +176,12 @@ def review_candidates(candidates: pd.DataFrame, reviewers: Sequence[str | dict] 
                                                             requests[i].tag["reviewer"]),
                    reask=reask, cache=cache, progress=progress, desc="review")
     rows = []
-    for c, (result, answer, error) in zip(candidates.itertuples(index=False), outcomes):
+    for c, outcome in zip(candidates.itertuples(index=False), outcomes):
+        answer, error = outcome.value, outcome.error
         lint = skeleton_problems(c.skeleton, c.track)
         row = {"candidate_id": c.candidate_id, "cell_id": c.cell_id, "track": c.track, "dimension": c.dimension,
                "severity": c.severity, "style": c.style, "generator": c.generator, "reviewer": c.reviewer,
-               "lint_problems": lint, "error": error, "simulated": bool(result.simulated or c.simulated)}
+               "lint_problems": lint, "error": error, "simulated": bool(outcome.result.simulated or c.simulated)}
         failed = []
         for name in CRITERIA:
             criterion = getattr(answer, name) if answer else None
@@ -178,7 +190,7 @@ def review_candidates(candidates: pd.DataFrame, reviewers: Sequence[str | dict] 
             if criterion and not criterion.passed:
                 failed.append(f"{name}: {criterion.reason}")
         row["reviewer_verdict"] = answer.verdict if answer else None
-        if error:
+        if answer is None:
             failed.append(f"unreadable review: {error}")
         elif answer.verdict == "discard" and not failed:
             failed.append("reviewer verdict: discard")

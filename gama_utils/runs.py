@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
@@ -171,6 +171,32 @@ def notebook_parameters(profile: dict, notebook: Path, run_path: Path) -> dict:
     return params
 
 
+def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Callable[[Path], dict],
+                      kernel: str = DEFAULT_KERNEL, label: str = "run") -> list[dict]:
+    """Execute notebooks in order with papermill into run_path/notebooks; one record (name, seconds) per notebook.
+
+    timings.json keeps the latest time of every notebook run under this run, so a partial re-run updates
+    only its rows. A failing notebook raises papermill's error (its executed copy shows the failing cell).
+    """
+    import papermill
+
+    out_dir = run_path / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    timings_path = run_path / "timings.json"
+    timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
+    done = []
+    for nb in notebooks:
+        start = time.perf_counter()
+        print(f"[{label}] {nb.name} → {out_dir / nb.name}", flush=True)
+        papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel, parameters=parameters(nb),
+                                   cwd=str(NOTEBOOKS), progress_bar=False)
+        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
+        timings[nb.stem] = row
+        done.append(row)
+        atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+    return done
+
+
 def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
               only: list[str] | None = None, overrides: dict | None = None, report: bool = True) -> list[dict]:
     """Execute the profile's notebooks headless with papermill, then write the run report.
@@ -178,8 +204,6 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
     Returns one record per notebook (name, seconds); timings.json keeps the latest time of
     every notebook run under this run name, so a partial re-run updates only its rows.
     """
-    import papermill
-
     settings = load_profile(profile)
     settings["parameters"] = {**settings["parameters"], **(overrides or {})}
     run_path = run_dir(run or settings.get("default_run") or profile)
@@ -191,9 +215,6 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
     if not notebooks:
         print(f"no notebooks in {NOTEBOOKS} match; nothing to run")
         return []
-    timings_path = run_path / "timings.json"
-    timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
-    done = []
     with contextlib.ExitStack() as stack:
         if settings.get("server"):
             from . import local_server
@@ -201,16 +222,8 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
             stack.enter_context(local_server.stop_on_sigterm())
             base_url = stack.enter_context(local_server.serve(settings["server"]))
             print(f"[{profile}] local server at {base_url} (stopped when the run ends)", flush=True)
-        for nb in notebooks:
-            start = time.perf_counter()
-            print(f"[{profile}] {nb.name} → {out_dir / nb.name}", flush=True)
-            papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel,
-                                       parameters=notebook_parameters(settings, nb, run_path),
-                                       cwd=str(NOTEBOOKS), progress_bar=False)
-            row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
-            timings[nb.stem] = row
-            done.append(row)
-            atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+        done = execute_notebooks(notebooks, run_path, lambda nb: notebook_parameters(settings, nb, run_path), kernel,
+                                 label=profile)
     if report:
         from .report import build_report
 

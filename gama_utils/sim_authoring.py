@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import grid
 from .paths import TEMPLATES, resolve
+from .templates import METADATA_FIELDS
 
 SIMULATED_NOTE = "SIMULATED (offline authoring backend): replays the authored template bank, no model involved"
 _SKELETON = re.compile(r"<<<\n?(.*?)\n?>>>", re.DOTALL)
@@ -136,7 +137,8 @@ def generate(tag: dict, prompt: str) -> dict:
         skeletons.append({"setting": f"authored template {source['template_id'].rsplit('-', 1)[1]}",
                           "skeleton": skeleton_from_template(source["text"]),
                           "relationship": source["relationship"] if cell["track"] == "intimate" else None,
-                          "lang": source["lang"], "source_template_id": source["template_id"]})
+                          "lang": source["lang"], "source_template_id": source["template_id"],
+                          **{name: source.get(name) for name in METADATA_FIELDS if source.get(name) is not None}})
     return {"skeletons": skeletons, "simulated": True}
 
 
@@ -161,18 +163,18 @@ def review(tag: dict, prompt: str) -> dict:
     def criterion(ok: bool, good: str, problems: list[str]) -> dict:
         return {"pass": ok, "reason": f"simulated check: {good}" if ok else "simulated check: " + "; ".join(problems)}
 
-    answer = {
+    answer: dict[str, object] = {
         "gender_neutral": criterion(not gender, "no gender cue found by the lint", gender),
         "realistic": criterion(not other, "a well-formed authored scenario", other),
         "severity_match": criterion(severity_ok, f"the source template is {cell['severity']}" if source else
                                     "no source template to compare offline",
-                                    [f"the source template is {source['severity'] if source else '?'}, "
-                                     f"not {cell['severity']}"]),
+                                    [f"the source template is {source['severity'] if source else '?'}, not "
+                                     + cell["severity"]]),
         "clear_violation": criterion(violation_ok, "[AGGRESSOR] acts in the skeleton",
                                      ["no [AGGRESSOR] in the skeleton"]),
     }
-    answer["verdict"] = "keep" if all(c["pass"] for c in answer.values()) else "discard"
-    return answer
+    passed = all(c["pass"] for c in answer.values() if isinstance(c, dict))
+    return {**answer, "verdict": "keep" if passed else "discard"}
 
 
 def compile_text(tag: dict, prompt: str) -> str:

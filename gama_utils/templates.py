@@ -5,14 +5,16 @@ misconduct and ends with an advice-seeking question. Intimate templates refer to
 partner only through the placeholders of `gama_utils.mirror` ([PARTNER], [PARTNER_SUBJ],
 ...); public templates keep the other party gender-neutral and use no placeholder.
 Metadata for stratified analysis (setting_region, partner_occupation, affected_third_party) is
-optional until the bank rewrite fills it; `gama_utils.bank_metadata` defines the vocabularies.
+optional in the schema (the v2 bank records setting_region and affected_third_party for every
+template); `gama_utils.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Literal, Optional
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,8 +23,19 @@ from . import bank_metadata, grid
 from .lint import MAX_WORDS, MIN_WORDS, lint_bank, lint_template, word_count
 from .mirror import RELATIONSHIPS
 
-__all__ = ["Template", "TemplateFileError", "load_templates", "save_templates", "lint_template", "lint_bank",
-           "word_count", "MIN_WORDS", "MAX_WORDS", "DERIVED_COLUMNS", "METADATA_FIELDS"]
+__all__ = [
+    "DERIVED_COLUMNS",
+    "MAX_WORDS",
+    "METADATA_FIELDS",
+    "MIN_WORDS",
+    "Template",
+    "TemplateFileError",
+    "lint_bank",
+    "lint_template",
+    "load_templates",
+    "save_templates",
+    "word_count",
+]
 
 METADATA_FIELDS = ("setting_region", "partner_occupation", "affected_third_party")
 DERIVED_COLUMNS = ("occupation_stereotype",)
@@ -38,13 +51,13 @@ class Template(BaseModel):
     dimension: str
     severity: Literal["L1", "L2", "L3"]
     style: Literal["matter_of_fact", "self_justifying", "emotional_venting"]
-    relationship: Optional[str] = None
+    relationship: str | None = None
     text: str = Field(min_length=1)
     provenance: str = Field(min_length=1)
     lang: Literal["en", "zh"] = "en"
-    setting_region: Optional[str] = None
-    partner_occupation: Optional[str] = None
-    affected_third_party: Optional[str] = None
+    setting_region: str | None = None
+    partner_occupation: str | None = None
+    affected_third_party: str | None = None
 
     _region = field_validator("setting_region")(lambda v: v if v is None else bank_metadata.validate_region(v))
     _occupation = field_validator("partner_occupation")(
@@ -53,7 +66,7 @@ class Template(BaseModel):
         lambda v: v if v is None else bank_metadata.validate_third_party(v))
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Template":
+    def _consistent(self) -> Template:
         dim = grid.BY_SLUG.get(self.dimension)
         if dim is None:
             raise ValueError(f"unknown dimension {self.dimension!r}; expected one of {', '.join(grid.BY_SLUG)}")
@@ -134,7 +147,8 @@ def load_templates(path: str | Path | None = None) -> pd.DataFrame:
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     if not files:
         raise TemplateFileError(f"{path}: no *.jsonl template files")
-    rows, seen_ids = [], {}
+    rows: list[dict] = []
+    seen_ids: dict[str, str] = {}
     for file in files:
         for where, record in _records(file):
             try:

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from gama_utils import grid
-from gama_utils.compile import deduplicate
+from gama_utils.deduplication import deduplicate, deduplicate_across_bank
 from gama_utils.paths import BENCHMARK
 from gama_utils.templates import load_templates
 
@@ -28,4 +28,11 @@ def test_near_duplicate_removal_at_the_compile_threshold_keeps_every_template():
     bank = load_templates()
     cells = bank.dimension + "/" + bank.severity + "/" + bank["style"]
     kept, removals = deduplicate(bank.assign(usable=True, cell_id=cells))
+    assert len(removals) == 0 and len(kept) == 1298
+
+
+def test_cross_bank_premise_removal_at_the_build_threshold_keeps_every_template():
+    bank = load_templates()
+    cells = bank.dimension + "/" + bank.severity + "/" + bank["style"]
+    kept, removals = deduplicate_across_bank(bank.assign(usable=True, cell_id=cells))
     assert len(removals) == 0 and len(kept) == 1298

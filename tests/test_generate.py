@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -108,13 +109,48 @@ def test_an_unreadable_answer_is_asked_again_then_reported(fake_openai):
     request = llm.Request(spec, messages=[{"role": "user", "content": "write skeletons"}], tag={"role": "generator"})
     outcomes = generate.ask([request], lambda result, i: generate.parse_skeletons(result.text, ["x-L1-y-01"]),
                             reask=2, cache=False, progress=False)
-    result, parsed, error = outcomes[0]
-    assert parsed is None and re.search(r"candidate\(s\) x-L1-y-01: the answer holds no JSON object", error)
+    outcome = outcomes[0]
+    assert outcome.value is None and re.search(r"candidate\(s\) x-L1-y-01: the answer holds no JSON object", outcome.error)
+    assert outcome.result.error is None and outcome.result.text  # the last re-ask's (unreadable) answer is kept
     assert fake_openai.answered == 3  # the first answer and two re-asks (sample 1, 2)
 
     fake_openai.reset()
     answers = iter(["not json", '{"skeletons": [{"skeleton": "[AGGRESSOR] took the tips from the jar."}]}'])
     fake_openai.responder = lambda body: {"content": next(answers)}
-    result, parsed, error = generate.ask([request], lambda r, i: generate.parse_skeletons(r.text, ["c-01"]),
-                                         cache=False, progress=False)[0]
-    assert error is None and parsed[0].skeleton.startswith("[AGGRESSOR]") and fake_openai.answered == 2
+    outcome = generate.ask([request], lambda r, i: generate.parse_skeletons(r.text, ["c-01"]),
+                           cache=False, progress=False)[0]
+    assert outcome.error is None and outcome.value is not None
+    assert outcome.value[0].skeleton.startswith("[AGGRESSOR]") and fake_openai.answered == 2
+
+
+def test_the_generator_prompt_quotes_the_rubric_of_the_cell_it_asks_for():
+    requests = generate.build_requests(generate.plan(GENERATORS, n_per_cell=1))
+    by_cell = {r.tag["cell_id"]: r.messages[0]["content"] for r in requests}
+    prompt = by_cell["mild_violence/L3/matter_of_fact"]
+    rubric = grid.SEVERITY_RUBRIC["mild_violence"]
+    assert f"- L3 (this cell): {rubric['L3']}" in prompt
+    assert f"- L1: {rubric['L1']}" in prompt and f"- L2: {rubric['L2']}" in prompt
+    assert grid.SEVERITY_RUBRIC["financial_control"]["L3"] not in prompt
+    assert "- L1 (this cell): " + grid.SEVERITY_RUBRIC["public_dispute"]["L1"] in by_cell["public_dispute/L1/self_justifying"]
+    assert "{{" not in prompt and "stranger, service_worker, official, group" in prompt
+
+
+def test_metadata_in_a_generator_answer_is_read_into_its_vocabulary_or_left_out():
+    def item(region: str, occupation: str, third_party: str) -> dict:
+        return {"skeleton": "[AGGRESSOR] took the tips from the jar.", "setting_region": region,
+                "partner_occupation": occupation, "affected_third_party": third_party}
+
+    answer = json.dumps({"skeletons": [item("Japan", "registered nurse", "In-law"),
+                                       item("Narnia", "wizard", "the whole village")]})
+    known, unknown = generate.parse_skeletons(answer, ["c-01", "c-02"])
+    assert (known.setting_region, known.partner_occupation, known.affected_third_party) == ("JP", "nurse", "in_law")
+    assert (unknown.setting_region, unknown.partner_occupation, unknown.affected_third_party) == (None, None, None)
+
+
+def test_the_simulated_generator_carries_the_bank_metadata(tmp_path):
+    bank = write_small_bank(tmp_path).set_index("template_id")
+    candidates, _ = generate.generate_candidates(GENERATORS, None, tmp_path, cache=False, progress=False)
+    source = bank.loc[candidates["source_template_id"]]
+    assert candidates["setting_region"].tolist() == source["setting_region"].tolist()
+    assert candidates["affected_third_party"].tolist() == source["affected_third_party"].tolist()
+    assert (candidates["partner_occupation"].fillna("-") == source["partner_occupation"].fillna("-").values).all()

@@ -7,14 +7,15 @@ import struct
 import time
 
 import pandas as pd
+import papermill
 import pytest
 
-from gama_utils import compile as build
+from gama_utils import publication, runs
+from gama_utils.compilation import PAIR_COLUMNS
 from gama_utils.paths import BENCHMARK, NOTEBOOKS
 from gama_utils.runs import DEFAULT_KERNEL
-from gama_utils.schema import PAIRS
 
-STAGES = ("01_generate", "02_review", "03_compile")
+STAGES = publication.STAGES
 
 
 def _png_size(path) -> tuple[int, int]:
@@ -36,29 +37,37 @@ def test_notebook_is_thin_and_parameterised(stem):
     assert "def " not in code
 
 
+@pytest.mark.parametrize("stem", STAGES)
+def test_notebook_opens_with_what_it_reads_writes_and_how_to_read_it_and_documents_every_parameter(stem):
+    nb = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())
+    opening = "".join(nb["cells"][0]["source"])
+    for heading in ("**Reads", "**Writes", "**How to read the outputs:**"):
+        assert heading in opening, (stem, heading)
+    parameters = papermill.inspect_notebook(str(NOTEBOOKS / f"{stem}.ipynb"))
+    undocumented = [name for name, p in parameters.items() if len(p["help"].strip()) < 15]
+    assert parameters and undocumented == []
+
+
 @pytest.mark.slow
-def test_offline_01_to_03_rebuild_the_shipped_benchmark_byte_for_byte(tmp_path, monkeypatch):
-    papermill = pytest.importorskip("papermill")
+def test_offline_rebuild_reproduces_the_shipped_benchmark_byte_for_byte(tmp_path, monkeypatch):
     monkeypatch.setenv("GAMA_OUTPUTS", str(tmp_path / "outputs"))
-    run = tmp_path / "run"
+    run, target = tmp_path / "run", tmp_path / "published"
     started = time.perf_counter()
-    for stem in STAGES:
-        papermill.execute_notebook(str(NOTEBOOKS / f"{stem}.ipynb"), str(tmp_path / f"{stem}.ipynb"),
-                                   parameters={"run_dir": str(run)}, kernel_name=DEFAULT_KERNEL,
-                                   cwd=str(NOTEBOOKS), progress_bar=False)
-    print(f"01→03 offline: {time.perf_counter() - started:.1f} s")
+    written = publication.rebuild(run=run, target=target)
+    print(f"01→03 offline and publish: {time.perf_counter() - started:.1f} s")
+    assert [p.name for p in written] == list(publication.BENCHMARK_FILES)
     built = run / "benchmark"
-    assert sorted(p.name for p in built.iterdir()) == sorted(build.BENCHMARK_FILES)
-    assert sorted(p.name for p in BENCHMARK.iterdir()) == sorted(build.BENCHMARK_FILES)
-    for name in (*build.DATA_FILES, build.MANIFEST):
-        assert (built / name).read_bytes() == (BENCHMARK / name).read_bytes(), (
-            f"{name} differs from data/gama_bench: rebuild it with 01→03 and publish=True")
+    for folder in (built, target, BENCHMARK):
+        assert sorted(p.name for p in folder.iterdir()) == sorted(publication.BENCHMARK_FILES), folder
+    for name in (*publication.DATA_FILES, publication.MANIFEST):
+        assert (target / name).read_bytes() == (BENCHMARK / name).read_bytes(), (
+            f"{name} differs from data/gama_bench: rebuild it with `python -m gama_utils.publication`")
     # Figures: same images, not compared byte for byte (rasterising depends on matplotlib/FreeType versions).
     for name in ("composition.png", "wordcloud.png"):
-        assert _png_size(built / name) == _png_size(BENCHMARK / name)
+        assert _png_size(target / name) == _png_size(BENCHMARK / name)
     for name in ("composition.pdf", "wordcloud.pdf"):
-        assert (built / name).read_bytes()[:5] == b"%PDF-"
-    assert build.manifest_problems(BENCHMARK) == []
+        assert (target / name).read_bytes()[:5] == b"%PDF-"
+    assert publication.manifest_problems(BENCHMARK) == []
 
     for stage in ("candidates", "reviews", "posts", "pairs"):
         frame = pd.read_json(run / f"{stage}.jsonl", lines=True)
@@ -66,7 +75,11 @@ def test_offline_01_to_03_rebuild_the_shipped_benchmark_byte_for_byte(tmp_path, 
     reviews = pd.read_json(run / "reviews.jsonl", lines=True)
     assert (reviews["generator"] != reviews["reviewer"]).all()
     pairs = pd.read_json(run / "pairs.jsonl", lines=True, dtype=False)
-    assert list(pairs.columns) == [*PAIRS, "simulated"]
-    assert (run / "screening_sheet.csv").exists()
+    assert list(pairs.columns) == [*PAIR_COLUMNS, "simulated"]
+    assert (run / "screening_sheet.csv").exists() and runs.load(run, "dropped_templates").empty
     manifest = json.loads((run / "manifest.json").read_text())
     assert set(STAGES) <= set(manifest["stages"]) and manifest["stages"]["03_compile"]["pairs"] == len(pairs)
+    assert manifest["stages"]["publish"]["published"] == list(publication.BENCHMARK_FILES)
+    notebooks = sorted(p.name for p in (run / "notebooks").iterdir())
+    assert notebooks == [f"{stem}.ipynb" for stem in STAGES]
+    assert [row["notebook"] for row in json.loads((run / "timings.json").read_text())] == list(STAGES)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from test_generate import GENERATORS, write_small_bank
 
-from gama_utils import generate, review
+from gama_utils import generate, grid, review
 from gama_utils.generate import AnswerError
 from gama_utils.review import ReviewerAssignmentError
 
@@ -103,3 +103,12 @@ def test_pass_rates_per_group_are_shares_of_reviews():
     assert rates.loc["A", "gender_neutral_%"] == 50.0  # 1 of the 2 readable reviews
     assert rates.loc["A", "lint_clean_%"] == pytest.approx(200 / 3)
     assert rates.loc["B", "clear_violation_%"] == 0.0 and rates.loc["B", "keep_rate_%"] == 100.0
+
+
+def test_the_reviewer_prompt_holds_severity_to_the_dimension_rubric(small):
+    folder, candidates = small
+    candidate = candidates[candidates["cell_id"] == "mild_violence/L3/emotional_venting"].iloc[[0]]
+    prompt = review.build_requests(candidate.assign(reviewer="sim/Qwen3.5"), folder)[0].messages[0]["content"]
+    rubric = grid.SEVERITY_RUBRIC["mild_violence"]
+    assert f"- L3 (this cell): {rubric['L3']}" in prompt and f"- L2: {rubric['L2']}" in prompt
+    assert "matches the rubric's definition of the stated level" in prompt
