@@ -26,7 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import bank_metadata, grid, llm
-from .generate import CANDIDATE_COLUMNS, DEFAULT_REASK, AnswerError, CacheOption, ask, model_alias, strip_fences
+from .generate import CANDIDATE_COLUMNS, DEFAULT_REASK, AnswerError, CacheOption, ask, model_alias
+from .structured import strip_fences
 from .mirror import MirrorError, compile_pair, mirror_violations
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
@@ -118,7 +119,7 @@ def compile_posts(candidates: pd.DataFrame, reviews: pd.DataFrame, compiler: str
                      "cell_id": c["cell_id"], "track": c["track"], "dimension": c["dimension"],
                      "severity": c["severity"], "style": c["style"], "relationship": relationship, "lang": lang,
                      "text": text or "", "compiler": alias, **metadata, "lint_problems": problems,
-                     "usable": bool(text) and not problems, "error": outcome.error,
+                     "usable": bool(text) and not problems, "error": outcome.reason,
                      "simulated": bool(outcome.result.simulated or c["simulated"])})
     return pd.DataFrame(rows, columns=POST_COLUMNS)
 

@@ -20,12 +20,9 @@ problems, one row per shortfall or unreadable answer: cell_id, generator, candid
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -35,6 +32,7 @@ from .llm.registry import INLINE_PREFIX
 from .mirror import normalise_relationship
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
+from .structured import InvalidAnswer, Outcome, ask_structured, json_object
 from .templates import METADATA_FIELDS, load_templates
 
 CANDIDATE_COLUMNS = ("candidate_id", "cell_id", "track", "dimension", "severity", "style", "generator",
@@ -43,7 +41,6 @@ CANDIDATE_COLUMNS = ("candidate_id", "cell_id", "track", "dimension", "severity"
 PROBLEM_COLUMNS = ("cell_id", "generator", "candidate_ids", "problem")
 DEFAULT_GENERATORS = ("sim/GPT-5.4", "sim/Gemini-3-Pro", "sim/Qwen3.5")
 DEFAULT_REASK = 2
-_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?|\n?\s*```\s*$")
 
 
 T = TypeVar("T")
@@ -51,39 +48,18 @@ T = TypeVar("T")
 CacheOption = llm.Cache | str | Path | bool | None
 
 
-class AnswerError(ValueError):
-    """A model's answer cannot be read; the message names the candidate and the field."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome(Generic[T]):
-    """One request's outcome after re-asking: its last result, the parsed answer (None when unreadable), the error."""
-
-    result: llm.Result
-    value: T | None
-    error: str | None
+class AnswerError(InvalidAnswer):
+    """A model's answer cannot be read; the message names the candidate and the field (shown on re-ask)."""
 
 
 # --- reading answers ------------------------------------------------------------------------------
 
-def strip_fences(text: str) -> str:
-    """The answer without a surrounding ```json … ``` fence."""
-    return _FENCE.sub("", text.strip()).strip()
-
-
 def json_answer(text: str | None, where: str) -> dict:
     """The JSON object in a model's answer (fences and chatter around the braces tolerated)."""
-    body = strip_fences(text or "")
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
-        raise AnswerError(f"{where}: the answer holds no JSON object (starts {body[:60]!r})")
     try:
-        value = json.loads(body[start:end + 1])
-    except json.JSONDecodeError as err:
-        raise AnswerError(f"{where}: the answer is not valid JSON ({err.msg} at character {err.pos})") from None
-    if not isinstance(value, dict):
-        raise AnswerError(f"{where}: the answer is JSON but not an object")
-    return value
+        return json_object(text)
+    except InvalidAnswer as err:
+        raise AnswerError(f"{where}: {err}") from None
 
 
 def validation_problems(err: ValidationError, name_item: Callable[[tuple], str] = lambda loc: "") -> str:
@@ -97,32 +73,13 @@ def validation_problems(err: ValidationError, name_item: Callable[[tuple], str] 
 
 
 def ask(requests: Sequence[llm.Request], parse: Callable[[llm.Result, int], T], *, reask: int = DEFAULT_REASK,
-        cache: CacheOption = None, progress: bool = True, desc: str = "") -> list[Outcome[T]]:
-    """Run requests; re-ask those whose answer `parse` rejects (next sample index), up to `reask` times.
+        cache: CacheOption = None, progress: bool = True, desc: str = "") -> list[Outcome]:
+    """Run requests; re-ask those whose answer `parse` rejects (the error stated), up to `reask` times.
 
-    Returns one Outcome (result, parsed value or None, error or None) per request, in order. A failed
-    request (the llm layer already retried it) is reported, not re-asked.
+    One Outcome (value, or None with the reason and the last raw answer) per request, in order; a
+    failed request (the llm layer already retried it) is reported, not re-asked.
     """
-    current = list(requests)
-    outcomes: list[Outcome[T] | None] = [None] * len(current)
-    todo, round_ = list(range(len(current))), 0
-    while todo:
-        results = llm.run([current[i] for i in todo], cache=cache, progress=progress,
-                          desc=desc if round_ == 0 else f"{desc} (re-ask {round_})")
-        again = []
-        for i, result in zip(todo, results):
-            if result.error:
-                outcomes[i] = Outcome(result, None, f"request failed: {result.error}")
-                continue
-            try:
-                outcomes[i] = Outcome(result, parse(result, i), None)
-            except AnswerError as err:
-                outcomes[i] = Outcome(result, None, str(err))
-                if round_ < reask:
-                    current[i] = dataclasses.replace(current[i], sample=current[i].sample + 1)
-                    again.append(i)
-        todo, round_ = again, round_ + 1
-    return [outcome for outcome in outcomes if outcome is not None]
+    return ask_structured(requests, parse, max_reasks=reask, cache=cache, progress=progress, desc=desc)
 
 
 def model_alias(model: str | dict | llm.ModelSpec) -> str:
@@ -280,7 +237,7 @@ def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n
         skeletons = outcome.value
         if skeletons is None:
             problems.append({"cell_id": tag["cell_id"], "generator": tag["generator"], "candidate_ids": ids,
-                             "problem": outcome.error})
+                             "problem": outcome.reason})
             continue
         if len(skeletons) != len(ids):
             short = len(skeletons) < len(ids)

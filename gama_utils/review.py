@@ -177,7 +177,7 @@ def review_candidates(candidates: pd.DataFrame, reviewers: Sequence[str | dict] 
                    reask=reask, cache=cache, progress=progress, desc="review")
     rows = []
     for c, outcome in zip(candidates.itertuples(index=False), outcomes):
-        answer, error = outcome.value, outcome.error
+        answer, error = outcome.value, outcome.reason
         lint = skeleton_problems(c.skeleton, c.track)
         row = {"candidate_id": c.candidate_id, "cell_id": c.cell_id, "track": c.track, "dimension": c.dimension,
                "severity": c.severity, "style": c.style, "generator": c.generator, "reviewer": c.reviewer,

@@ -190,7 +190,7 @@ def answer_authoring_request(spec, request):
     from .llm import Result
 
     tag = request.tag
-    prompt = request.prompt if request.messages is None else request.messages[-1]["content"]
+    prompt = request.prompt if request.messages is None else request.messages[0]["content"]  # not a re-ask
     role = tag["role"]
     if role == "generator":
         text = json.dumps(generate(tag, prompt), ensure_ascii=False)

@@ -97,7 +97,7 @@ def test_parse_errors_name_the_candidate_and_the_field():
     missing = f'{{"skeletons": [{item}, {{"setting": "b"}}]}}'
     with pytest.raises(AnswerError, match=r"candidate c-02 \(gen\): field skeletons\.1\.skeleton: Field required"):
         generate.parse_skeletons(missing, ["c-01", "c-02"], "gen")
-    with pytest.raises(AnswerError, match=r"candidate\(s\) c-01, c-02: the answer holds no JSON object"):
+    with pytest.raises(AnswerError, match=r"candidate\(s\) c-01, c-02: no JSON object in the answer"):
         generate.parse_skeletons("Sure! Here are two scenarios.", ["c-01", "c-02"])
     bad_relationship = '{"skeletons": [{"skeleton": "[AGGRESSOR] took the tips from the jar.", "relationship": "x"}]}'
     with pytest.raises(AnswerError, match="candidate c-01: .*unknown relationship 'x'"):
@@ -110,16 +110,16 @@ def test_an_unreadable_answer_is_asked_again_then_reported(fake_openai):
     outcomes = generate.ask([request], lambda result, i: generate.parse_skeletons(result.text, ["x-L1-y-01"]),
                             reask=2, cache=False, progress=False)
     outcome = outcomes[0]
-    assert outcome.value is None and re.search(r"candidate\(s\) x-L1-y-01: the answer holds no JSON object", outcome.error)
-    assert outcome.result.error is None and outcome.result.text  # the last re-ask's (unreadable) answer is kept
-    assert fake_openai.answered == 3  # the first answer and two re-asks (sample 1, 2)
+    assert outcome.value is None and re.search(r"candidate\(s\) x-L1-y-01: no JSON object in the answer", outcome.reason)
+    assert outcome.result.error is None and outcome.raw  # the last re-ask's (unreadable) answer is kept
+    assert fake_openai.answered == 3  # the first answer and two re-asks, each stating the error
 
     fake_openai.reset()
     answers = iter(["not json", '{"skeletons": [{"skeleton": "[AGGRESSOR] took the tips from the jar."}]}'])
     fake_openai.responder = lambda body: {"content": next(answers)}
     outcome = generate.ask([request], lambda r, i: generate.parse_skeletons(r.text, ["c-01"]),
                            cache=False, progress=False)[0]
-    assert outcome.error is None and outcome.value is not None
+    assert outcome.reason is None and outcome.value is not None
     assert outcome.value[0].skeleton.startswith("[AGGRESSOR]") and fake_openai.answered == 2
 
 

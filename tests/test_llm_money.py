@@ -130,10 +130,12 @@ def test_cache_key_names_the_server(fake_openai, outputs):
     assert report["differs"][0]["cached"] in (f"127.0.0.1:{fake_openai.port}/v1", f"127.0.0.1:{other.port}/v1")
 
 
-def test_key_never_holds_secrets_from_the_url():
+def test_key_holds_only_host_and_path_of_the_server():
     plain = llm.resolve_model({"base_url": "https://api.example.com/v1", "model": "m"})
-    secret = llm.resolve_model({"base_url": "https://user:pw@API.example.com/v1/?token=abc", "model": "m"})
-    assert llm.prepare(ask(plain, 1)[0]).server == llm.prepare(ask(secret, 1)[0]).server == "api.example.com/v1"
+    other = llm.resolve_model({"base_url": "http://API.example.com/v1/?region=eu", "model": "m"})
+    assert llm.prepare(ask(plain, 1)[0]).server == llm.prepare(ask(other, 1)[0]).server == "api.example.com/v1"
+    with pytest.raises(llm.ConfigError, match="carries credentials"):  # never reaches a key at all
+        llm.resolve_model({"base_url": "https://user:pw@API.example.com/v1/?token=abc", "model": "m"})
 
 
 CLIENT = textwrap.dedent("""
