@@ -28,7 +28,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from .evaluate import EvaluatorOutput
-from .lexicon import evaluate_text
+from .lexicon import evaluate_text, term_spans
 from .paths import LEXICONS, ROOT
 
 REFERENCE = ROOT / "tests" / "data" / "hand_scored" / "answers.jsonl"
@@ -172,15 +172,18 @@ def blame_agreement(hand: Sequence[str], judge: Sequence[str]) -> dict:
     }
 
 
-def term_agreement(answers: Sequence[str], hand: Sequence[list[str]], judge: Sequence[list[str]]) -> dict:
-    """Hand-marked terms the judge also marks (overlapping text) and judge terms a hand term confirms."""
+def term_agreement(answers: Sequence[str], hand: Sequence[list[str]],
+                   judge: Sequence[list[tuple[int, int] | None]]) -> dict:
+    """Hand-marked terms a judge's term overlaps (found), and judge terms a hand-marked term overlaps (confirmed).
+
+    `judge` gives the offsets of each answer's judge terms (None: not located in the answer).
+    """
     found = confirmed = n_hand = n_judge = 0
-    for answer, hand_terms, judge_terms in zip(answers, hand, judge):
+    for answer, hand_terms, judge_spans in zip(answers, hand, judge):
         hand_spans = locate_terms(answer, hand_terms, exact_case=True)
-        judge_spans = locate_terms(answer, judge_terms)
-        found += sum(_overlaps(s, judge_spans) for s in hand_spans)
+        found += sum(_overlaps(s, list(judge_spans)) for s in hand_spans)
         confirmed += sum(_overlaps(s, hand_spans) for s in judge_spans)
-        n_hand, n_judge = n_hand + len(hand_terms), n_judge + len(judge_terms)
+        n_hand, n_judge = n_hand + len(hand_terms), n_judge + len(judge_spans)
     return {"hand_terms": n_hand, "judge_terms": n_judge, "found": found, "confirmed": confirmed,
             "recall": _number(found / n_hand) if n_hand else None,
             "precision": _number(confirmed / n_judge) if n_judge else None}
@@ -201,17 +204,26 @@ def ordering(styles: Sequence[str], hand: Sequence[float], judge: Sequence[float
     return {**counts, "share_same": _number(counts["same"] / ordered) if ordered else None}
 
 
-def agreement(records: Sequence[dict], judge: Judge = evaluate_text) -> dict:
-    """Every per-metric agreement figure between the records' hand scores and `judge`'s readings."""
+def agreement(records: Sequence[dict], judge: Judge | None = None) -> dict:
+    """Every per-metric agreement figure between the records' hand scores and a judge's readings.
+
+    The judge defaults to the lexicon, whose terms are placed by their exact offsets; another
+    judge's terms are located in the answer by their text (locate_terms).
+    """
     answers = [r["answer"] for r in records]
     hand = [r["scores"] for r in records]
-    read = [judge(a) for a in answers]
+    read = [(judge or evaluate_text)(a) for a in answers]
+    if judge is None:
+        spans = [term_spans(a) for a in answers]
+    else:
+        spans = [(locate_terms(a, s["punitive_terms"]), locate_terms(a, s["therapeutic_terms"]))
+                 for a, s in zip(answers, read)]
     styles = [r["style_of_answer"] for r in records]
     value = {m: ([f(s) for s in hand], [f(s) for s in read]) for m, f in METRIC_VALUES.items()}
     out = {"n": len(records)}
-    for metric, field in (("puni", "punitive_terms"), ("ther", "therapeutic_terms")):
+    for i, (metric, field) in enumerate((("puni", "punitive_terms"), ("ther", "therapeutic_terms"))):
         out[metric] = {**count_agreement(*value[metric]),
-                       "terms": term_agreement(answers, [s[field] for s in hand], [s[field] for s in read])}
+                       "terms": term_agreement(answers, [s[field] for s in hand], [sp[i] for sp in spans])}
     out["sev"] = rating_agreement(*value["sev"])
     for metric in ("emp_agg", "instr", "full_bl"):
         out[metric] = rate_agreement(*value[metric])
@@ -240,7 +252,7 @@ def _commit() -> str | None:
     return head + ("+uncommitted lexicon changes" if dirty else "")
 
 
-def measure(reference: Path = REFERENCE, judge: Judge = evaluate_text) -> dict:
+def measure(reference: Path = REFERENCE, judge: Judge | None = None) -> dict:
     """The agreement on `reference` with what it was measured on (file hash, lexicon version, commit)."""
     reference = Path(reference)
     return {
