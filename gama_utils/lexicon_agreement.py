@@ -94,19 +94,25 @@ def _checked(line: str, where: str, seen: set[str]) -> dict:
     return record
 
 
-def locate_terms(answer: str, terms: Sequence[str], exact_case: bool = False) -> list[tuple[int, int] | None]:
-    """Each term's own whole-word occurrence in `answer` (longest terms claim first; None when none is free)."""
+def locate_terms(answer: str, terms: Sequence[str], exact_case: bool = False,
+                 prefer: Sequence[tuple[int, int] | None] = ()) -> list[tuple[int, int] | None]:
+    """Each term's own whole-word occurrence in `answer` (longest terms claim first; None when none is free).
+
+    A term listed as text may occur more than once; it takes the first free occurrence that
+    overlaps a span of `prefer` (the other judge's terms), else the first free one.
+    """
     taken: list[tuple[int, int]] = []
     spans: list[tuple[int, int] | None] = [None] * len(terms)
     flags = 0 if exact_case else re.IGNORECASE
     for i in sorted(range(len(terms)), key=lambda i: -len(terms[i])):
         words = [re.escape(w) for w in terms[i].replace("’", "'").split()]
         pattern = r"(?<!\w)" + r"\s+".join(words).replace("'", "['’]") + r"(?!\w)"
-        for match in re.finditer(pattern, answer, flags) if words else ():
-            if all(match.end() <= a or match.start() >= b for a, b in taken):
-                spans[i] = match.span()
-                taken.append(match.span())
-                break
+        free = [m.span() for m in (re.finditer(pattern, answer, flags) if words else ())
+                if all(m.end() <= a or m.start() >= b for a, b in taken)]
+        chosen = next((span for span in free if _overlaps(span, list(prefer))), free[0] if free else None)
+        if chosen:
+            spans[i] = chosen
+            taken.append(chosen)
     return spans
 
 
@@ -180,7 +186,7 @@ def term_agreement(answers: Sequence[str], hand: Sequence[list[str]],
     """
     found = confirmed = n_hand = n_judge = 0
     for answer, hand_terms, judge_spans in zip(answers, hand, judge):
-        hand_spans = locate_terms(answer, hand_terms, exact_case=True)
+        hand_spans = locate_terms(answer, hand_terms, exact_case=True, prefer=judge_spans)
         found += sum(_overlaps(s, list(judge_spans)) for s in hand_spans)
         confirmed += sum(_overlaps(s, hand_spans) for s in judge_spans)
         n_hand, n_judge = n_hand + len(hand_terms), n_judge + len(judge_spans)
