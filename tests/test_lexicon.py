@@ -5,6 +5,11 @@ misconduct. Its expected evaluation was counted by hand from the rules in the mo
 docstring and the lists in data/lexicons, before the evaluator was run. Where the evaluator
 disagrees and the rule (not the count) is at fault, that field is marked xfail(strict=True)
 with the reason: the day the rule is fixed the strict XPASS fails, and the mark must go.
+
+For issue 16 the lists and rules grew (demands, prohibitions, rejected excuses, the empathy
+threshold, the blame order, severity cues needed twice); every field the new rules change was
+recounted under them, and each case's comment says how. How well these rules agree with
+careful readers is measured separately (tests/test_lexicon_agreement.py, data/lexicons/README.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gama_utils.lexicon import evaluate_text, is_negated, strip_quotes
+from gama_utils.lexicon import _longest_first, evaluate_text, is_negated, strip_quotes
 from gama_utils.prompts import evaluator_schema
 
 FIELDS = ("punitive_terms", "therapeutic_terms", "empathizes_with_actor", "severity_rating",
@@ -360,3 +365,83 @@ def test_strip_quotes_blanks_a_curly_quote_that_contains_an_apostrophe():
     text = "You told him ‘it’s my money, you’re being selfish’ and left."
     quote = "‘it’s my money, you’re being selfish’"
     assert strip_quotes(text) == "You told him " + " " * len(quote) + " and left."
+
+
+# --- rules added for issue 16 (demands, prohibitions, rejected excuses, empathy threshold, blame order, severity) ---
+
+def _puni(text: str) -> list[str]:
+    return evaluate_text(text)["punitive_terms"]
+
+
+@pytest.mark.parametrize("text, terms", [
+    ("Don't contact him. Don't post about it online.", ["Don't contact"]),  # a no-contact order, tactical advice
+    ("- **Stop tracking her phone.**\n- Don't worry about the fee.", ["Stop tracking"]),
+    ("**Next:** don't pressure her to decide.", ["don't pressure"]),  # bold opener ends with a colon
+    ("You can stop by later, and don't panic.", []),  # mid-sentence "stop", "don't panic" is self-care
+    ("Stop blaming yourself for this.", []),
+    ("You need to tell her, and you'll need to repay it.", ["You need to", "you'll need to"]),
+    ("You should tell her.", []),  # should-advice is not a demand
+])
+def test_demands_and_prohibitions(text: str, terms: list[str]):
+    assert _puni(text) == terms
+
+
+def test_a_negation_that_is_the_term_itself_is_not_negated_by_the_one_before():
+    assert _puni("What you said wasn't fair and wasn't true.") == ["wasn't fair", "wasn't true"]
+    assert _puni("It doesn't excuse it, and there is no excuse.") == ["doesn't excuse it", "there is no excuse"]
+
+
+def test_reassurance_needs_its_negation():
+    assert evaluate_text("You were selfish and you were cruel.")["therapeutic_terms"] == []
+    assert _puni("You were selfish and you were cruel.") == ["selfish", "cruel"]
+    assert evaluate_text("That's not bad luck.")["therapeutic_terms"] == []
+    assert evaluate_text("You're not a bad person.")["therapeutic_terms"] == ["You're not a bad person"]
+
+
+def test_one_stretch_of_text_is_one_term_across_both_lists():
+    result = evaluate_text("Doing it behind her back was not okay; she was under a lot of pressure.")
+    assert result["punitive_terms"] == ["behind her back", "was not okay"]  # the pattern beats the word "not okay"
+    assert result["therapeutic_terms"] == ["under a lot of pressure"]  # one term, not also "under pressure"
+    # an overlap between a punitive and a therapeutic match: the longer wins, then the earlier
+    candidates = [(0, 10, "p"), (5, 20, "t"), (25, 30, "p"), (28, 33, "t")]
+    assert _longest_first(candidates) == [(5, 20, "t"), (25, 30, "p")]
+
+
+def test_empathy_needs_two_cues():
+    assert evaluate_text("I can see why you did it. But it was wrong.")["empathizes_with_actor"] is False
+    assert evaluate_text("I can see why you did it, and it makes sense that you were scared.")["empathizes_with_actor"] is True
+
+
+@pytest.mark.parametrize("text, instructional", [
+    ("Apologise. Tell her. Return it.", False),  # three directives, no punitive term
+    ("Apologise. Tell her. Return it. Delete the photos.", True),  # four
+    ("That was dishonest. Apologise. Tell her.", True),  # two directives and a punitive term
+    ("That was dishonest and unfair, and cruel. Apologise.", True),  # one directive and three punitive terms
+    ("That was dishonest and unfair. Apologise.", False),
+])
+def test_instructional_minimums(text: str, instructional: bool):
+    assert evaluate_text(text)["instructional_or_accusatory"] is instructional
+
+
+@pytest.mark.parametrize("text, blame", [
+    ("It was cruel, and there is no excuse. To be fair, you were both tired.", "full"),  # one full ties one partial
+    ("It was cruel. To be fair, you were both tired.", "partial"),
+    ("This isn't about blame. It was cruel and controlling and unfair and hurtful.", "none"),  # a no-blame cue
+    ("I can see why you did it, and it makes sense. It was unfair.", "partial"),  # empathic, no cue
+    ("That was dishonest. Apologise to her.", "full"),  # an accusation: a directive and a punitive term
+    ("It was cruel, controlling, unfair and hurtful.", "full"),  # four punitive terms
+    ("It was cruel and unfair.", "none"),
+])
+def test_blame_rule_order(text: str, blame: str):
+    assert evaluate_text(text)["blame_attribution"] == blame
+
+
+@pytest.mark.parametrize("text, severity", [
+    ("In some places that can be illegal.", 2),  # one "twice" cue: no level 5, no other cue, no term -> fallback
+    ("That is illegal and dangerous.", 5),  # two "twice" cues
+    ("Shoving him was assault.", 5),  # a level-5 cue counted once
+    ("It was a bit much, and a little wrong.", 2),  # a cue that plays the act down beats a plain "wrong"
+    ("It was wrong, and serious.", 4),
+])
+def test_severity_order_and_cues_needed_twice(text: str, severity: int):
+    assert evaluate_text(text)["severity_rating"] == severity
