@@ -67,6 +67,7 @@ def load_scored(path: Path = REFERENCE) -> list[dict]:
 
 
 def _checked(line: str, where: str, seen: set[str]) -> dict:
+    """One record, or a ScoredAnswerError naming `where` (file:line) and the field at fault."""
     try:
         record = json.loads(line)
     except json.JSONDecodeError as err:
