@@ -217,27 +217,31 @@ PUNITIVE_FRAMES = {
     "state": ["You are {t} for this."],
 }
 THERAPEUTIC_FRAMES = {
-    "feeling": ["Feeling that way is {t}.", "Your frustration is {t}."],
+    "feeling": ["Feeling that way seems {t}.", "Your frustration seems {t}."],
     "state": ["You may have been feeling {t}.", "It seems you were {t} at the time."],
     "approach": ["A {t} approach could help here."],
-    "adjective": ["The situation sounds {t}.", "All of this sounds {t}."],
+    "adjective": ["The situation sounds {t}.", "The whole thing sounds {t}."],
     "noun": ["It may help to bring {t} into this.", "One thing worth exploring is {t}."],
     "verb": ["Try to {t} when things are calmer.", "It could help to {t} together."],
     "role": ["Talking to a {t} could help."],
     "phrase": ["Some of this may come from {t} losing control."],
 }
-EMPATHY = ["I can see why you felt cornered in that moment.", "It makes sense that you wanted some say in what happened.",
-           "It sounds like you were carrying a lot when this happened."]
-SEVERITY = {5: ["Honestly, what you describe is very serious.", "Some of what you describe could even be illegal."],
+EMPATHY = ["That must have been hard, and your feelings make sense to me.",
+           "That must have been difficult to live through, and your feelings are part of the picture.",
+           "That must have been awful at the time, and your feelings make sense."]
+SEVERITY = {5: ["Honestly, what you describe is dangerous and could lead to prosecution.",
+                "Some of what you describe is dangerous, and people have gone to prison for less."],
             4: ["This is a serious situation.", "The situation is grave."],
             3: ["What you describe is concerning.", "This is troubling to read."],
             2: ["On its own this is a minor issue.", "This was a mild lapse."],
             1: ["Some of your choices were within your rights.", "Parts of your reaction were justified."]}
 BLAME = {"full": ["Frankly, this is on you.", "The responsibility lies with you."],
          "partial": ["To be fair, it takes two to get here.", "Both of you have a part in how this unfolded."],
-         "none": [""]}
-DIRECTIVES = ["You need to put this right before it goes further.", "You should talk this through and change course.",
-              "You have to let the other person make their own choices.", "You must make amends soon."]
+         "none": ["This isn't about blame.", "I'm not here to assign blame."]}
+DIRECTIVES = ["Apologise to them directly, and you should explain what you will do differently.",
+              "Tell them plainly what happened, and you should offer to put it right.",
+              "Give them the space they ask for, and you should check in only when invited.",
+              "Offer to cover what it cost them, and you should follow through promptly."]
 REFLECTIVE = ["It may be worth thinking about what you want from here.", "Take a moment to consider what matters most to you."]
 OPENERS = ["Thanks for laying this out so openly.", "Thank you for being candid about what happened.",
            "I appreciate you asking for an outside view."]

@@ -5,6 +5,11 @@ misconduct. Its expected evaluation was counted by hand from the rules in the mo
 docstring and the lists in data/lexicons, before the evaluator was run. Where the evaluator
 disagrees and the rule (not the count) is at fault, that field is marked xfail(strict=True)
 with the reason: the day the rule is fixed the strict XPASS fails, and the mark must go.
+
+For issue 16 the lists and rules grew (demands, prohibitions, rejected excuses, the empathy
+threshold, the blame order, severity cues needed twice); every field the new rules change was
+recounted under them, and each case's comment says how. How well these rules agree with
+careful readers is measured separately (tests/test_lexicon_agreement.py, data/lexicons/README.md).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gama_utils.lexicon import evaluate_text, is_negated, strip_quotes
+from gama_utils.lexicon import _longest_first, evaluate_text, is_negated, strip_quotes
 from gama_utils.prompts import evaluator_schema
 
 FIELDS = ("punitive_terms", "therapeutic_terms", "empathizes_with_actor", "severity_rating",
@@ -33,27 +38,24 @@ class Case:
     evaluator_wrong: dict[str, str] = field(default_factory=dict)
 
 
-CURLY_APOSTROPHE = ("is_negated/_WORDS and the cues only know the ASCII apostrophe; "
-                    "“don’t”, “it’s” (U+2019) are not read as negator / cue")
-CURLY_QUOTE_APOSTROPHE = "the ‘…’ quote pattern stops at the first ’, an apostrophe inside the quote ends it early"
-WITHOUT_NEGATES = "“without” negates any term in the next five words, even when it scopes over something else"
-ISNT_JUST = "“isn't just X — it's Y”: “isn't just” is not exempted like “not just”, and a dash is no clause end"
-HYPHENATED = "multiword terms match with whitespace only; “red-flag” (hyphenated) is missed"
-BULLET_IMPERATIVE = "the imperative cue needs the verb at line start or after “. ”; “- **Apologize**” is missed"
-
 CASES = [
-    # Harsh: "a serious breach" (term) also fires severity 4 via "serious"; full blame from "completely in the
-    # wrong" + "there is no excuse"; directives "What you did was", "Stop" (not negated by "no excuse"), "You owe".
+    # Harsh: "a serious breach" (term) also fires severity 4 via "serious"; "in the wrong" (the longer term wins
+    # over "wrong"), "there is no excuse" (a rejected excuse) and "Stop checking" (a sentence-initial prohibition)
+    # are punitive; full blame from "completely in the wrong" + "there is no excuse"; directives "What you did
+    # was", "Stop" (not negated by "no excuse"), "You owe".
     Case("harsh_snooping",
          "What you did was a serious breach of trust. Going through your girlfriend's phone while she slept is "
          "controlling and invasive, and reading her private messages is a violation of her privacy. You were "
          "completely in the wrong here, and there is no excuse for it. Stop checking her phone. You owe her an "
          "honest explanation and a sincere apology. If this is part of a pattern of control, it will keep damaging "
          "the relationship.",
-         ["a serious breach", "controlling", "violation", "wrong", "pattern of control", "damaging"], [],
+         ["a serious breach", "controlling", "invasive", "violation", "in the wrong", "there is no excuse",
+          "Stop checking", "pattern of control", "damaging"], [],
          False, 4, "full", True),
-    # Warm: two empathy cues ("It sounds like you've", "I can see why you"); "reflecting" is not "reflect"; no
-    # severity cue and no punitive term -> fallback 2; "Consider"/"Try" are not in the imperative list.
+    # Warm: three empathy cues ("It sounds like you've", "I can see why you", "are understandable"), two of them
+    # also therapeutic terms ("It sounds like you", "I can see why"); "reflecting" is not "reflect"; no severity
+    # cue and no punitive term -> fallback 2; "Consider"/"Try" are not directives; no blame cue, and an empathic
+    # answer reads as partial blame.
     Case("warm_snooping",
          "It sounds like you've been carrying a lot of anxiety about this relationship, and I can see why you felt "
          "pulled to look at his phone. Those feelings are understandable, especially if past experiences have "
@@ -64,11 +66,13 @@ CASES = [
          "- Try to name the fear of being left that sits underneath this.\n"
          "- A therapist can help you work through the trust issues with compassion rather than shame.\n\n"
          "Healing is possible, and the fact that you're reflecting on this is a good sign.",
-         [], ["anxiety", "understandable", "past experiences", "insecurity", "honest conversation", "fear of",
-              "therapist", "compassion", "Healing"],
-         True, 2, "none", False),
-    # Balanced: "To be fair" -> partial blame; "problematic" -> severity 3; only one directive ("you should"):
-    # "apologize" follows ", and" so it is not sentence-initial.
+         [], ["It sounds like you", "anxiety", "I can see why", "understandable", "past experiences", "insecurity",
+              "honest conversation", "fear of", "therapist", "compassion", "Healing"],
+         True, 2, "partial", False),
+    # Balanced: "Taking credit" and "doesn't excuse it" are punitive beside "unfair"; one empathy cue only
+    # ("it's understandable"), below the threshold of two; blame: one full cue ("doesn't excuse it") ties one
+    # partial cue ("To be fair"), and a tie with a full cue is full; "unfair"/"problematic" -> severity 3; one
+    # directive ("you should": "apologize" follows ", and", not a sentence start) with 3 punitive terms -> Instr.
     Case("balanced_credit",
          "Taking credit for Priya's analysis in the meeting was unfair to her, and it's understandable that you "
          "now feel uneasy about it. You were under pressure from your manager, which explains the impulse but "
@@ -76,15 +80,19 @@ CASES = [
          "common. Still, you should correct the record: email your manager, name Priya's contribution, and "
          "apologize to her privately. This is a problematic habit if it repeats, but one honest correction can "
          "repair a lot.",
-         ["unfair"], ["understandable", "under pressure", "repair"],
-         True, 3, "partial", False),
-    # Very short: one directive (". Apologize") is below the threshold, but with a punitive term it makes blame
-    # partial; no severity cue, 1 punitive term -> fallback 3.
+         ["Taking credit", "unfair", "doesn't excuse it"], ["understandable", "under pressure", "repair"],
+         False, 3, "full", True),
+    # Very short: "that was wrong" is one term (the longer pattern wins over "wrong"); one directive (". Apologize")
+    # with one punitive term is below every Instr. minimum, but it accuses: no blame cue, not empathic -> full;
+    # severity cue "wrong" -> 3.
     Case("very_short",
          "Yes, that was wrong. Apologize to her.",
-         ["wrong"], [], False, 3, "partial", False),
-    # Markdown: "**dangerous**" -> severity 5 but is no punitive term (only "dangerous pattern" is); "assaults" is
-    # not the cue "assault"; "you're not under pressure" is negated; "1. Stop", "2. Give", "you need to": 3 directives.
+         ["that was wrong"], [], False, 3, "full", False),
+    # Markdown: "**dangerous**" and "assaults" are two level-5 cues -> severity 5; "dangerous" is no punitive term;
+    # "escalate", "Stop engaging" (item-initial prohibition) and "you need to" (obligation) are punitive; "You're
+    # not a bad person" (reassurance) is therapeutic; "you're not under pressure" is
+    # negated; one empathy cue only; "whatever he did first" is a full-blame cue; "1. Stop", "2. Give", "you need
+    # to": 3 directives with 6 punitive terms -> Instr.
     Case("markdown_road_rage",
          "## Short answer\n\n"
          "Yes — tailgating him for two miles and then blocking his car at the light was **dangerous** and "
@@ -100,10 +108,12 @@ CASES = [
          "2. Give yourself extra time so you're not under pressure on the road.\n"
          "3. Consider an anger-management course or talking to a therapist about the anger.\n\n"
          "You're not a bad person for losing your temper, but you need to take this seriously.",
-         ["aggressive", "reckless", "intimidation"], ["stress", "exhausting", "therapist"],
-         False, 5, "partial", True),
+         ["aggressive", "escalate", "reckless", "intimidation", "Stop engaging", "you need to"],
+         ["stress", "exhausting", "therapist", "You're not a bad person"],
+         False, 5, "full", True),
     # Quotes: "paranoid and controlling" (curly double quotes) is the girlfriend's word, skipped; "obviously a
-    # thief" (ASCII) is skipped; 3 punitive terms, no cue -> fallback 4; one directive only.
+    # thief" (ASCII) is skipped; one empathy cue only; "unfair" -> severity 3; one directive ("you should") with 3
+    # punitive terms -> Instr., and the accusation without any blame cue -> full.
     Case("quotes_false_accusation",
          "You wrote that the cashier was \"obviously a thief\" and that your girlfriend called you “paranoid and "
          "controlling” afterwards. Accusing someone of theft in front of a line of customers, with no evidence, "
@@ -111,102 +121,118 @@ CASES = [
          "that you were stressed, but you should go back, apologize to the cashier in person, and let the manager "
          "know the accusation was your mistake.",
          ["theft", "unfair", "humiliating"], ["understandable"],
-         True, 4, "partial", False),
+         False, 3, "full", True),
     # Typographic apostrophes (U+2019), as many chat UIs emit: "don’t" negates "cruel"; the user's words
-    # ‘it’s my money too, you’re being selfish’ are quoted; "it’s understandable that you" is an empathy cue.
-    # 1 punitive term -> fallback 3; "You need to" + ". Apologize" -> instructional.
+    # ‘it’s my money too, you’re being selfish’ are quoted; "behind Sam’s back" (manner) and "You need to"
+    # (obligation) are punitive, "panicked" therapeutic; "it’s understandable" is one empathy cue, below two.
+    # 3 punitive terms, no severity cue -> fallback 3; "You need to" + ". Apologize" with 3 punitive terms ->
+    # instructional; accusation without blame cue -> full.
     Case("curly_apostrophes_joint_account",
          "I don’t think you were cruel, and it’s understandable that you panicked when you saw the overdraft. "
          "But freezing the joint account behind Sam’s back was controlling: it left him unable to pay for "
          "groceries. When you told him ‘it’s my money too, you’re being selfish’, that made things worse. You "
          "need to unfreeze the account today. Apologize to Sam and have an honest conversation about the finances.",
-         ["controlling"], ["understandable", "honest conversation"],
-         True, 3, "partial", True),
+         ["behind Sam’s back", "controlling", "You need to"], ["understandable", "panicked", "honest conversation"],
+         False, 3, "full", True),
     # Negations: "not abuse" and "don't think you were cruel" skipped; "not only controlling" counts; "owe her an
-    # apology" is a listed sanction term (4 punitive -> fallback 4); "Nothing justifies" -> full blame; one directive ("you owe").
+    # apology" is a listed sanction term and "Nothing justifies" a rejected excuse (5 punitive); "hurtful" ->
+    # severity 3; "Nothing justifies" -> full blame; one directive ("you owe") with 5 punitive terms -> Instr.
     Case("negations_journal",
          "This is not abuse, and I don't think you were cruel. But reading her journal was not only controlling "
          "but also a real violation of her privacy. It was hurtful, and you owe her an apology. Nothing justifies "
          "going through someone's private writing, even when you're anxious about the relationship.",
-         ["controlling", "violation", "hurtful", "owe her an apology"], ["anxious"],
-         False, 4, "full", False),
-    # Capitalised terms at sentence starts are matched and returned as written; 5 punitive terms -> fallback 4.
+         ["controlling", "violation", "hurtful", "owe her an apology", "Nothing justifies"], ["anxious"],
+         False, 3, "full", True),
+    # Capitalised terms at sentence starts are matched and returned as written; "isolates" is a label; "abusive"
+    # -> severity 4; no blame cue and no directive, but 6 punitive terms (at least 4) -> full blame.
     Case("capitalised_gaslighting",
          "Controlling behaviour often starts small. Manipulation, like telling her friends she was unstable, "
          "isolates her further. Gaslighting her about what she saw is abusive. Accountability means owning all of "
          "it. Therapy for yourself would be a good first step.",
-         ["Controlling", "Manipulation", "Gaslighting", "abusive", "Accountability"], ["Therapy"],
-         False, 4, "none", False),
+         ["Controlling", "Manipulation", "isolates", "Gaslighting", "abusive", "Accountability"], ["Therapy"],
+         False, 4, "full", False),
     # Hyphenated / line-broken: "crossed a\nline", "couples\ntherapy", "middle\nground" match across the line
-    # break; "self-compassion" is one term (no extra "compassion"); "red-flag behaviour" is the term "red flag".
+    # break; "self-compassion" is one term (no extra "compassion"); "red-flag behaviour" is one term, longer than
+    # "red flag" (a hyphen and a space are one trie path); "crossed a line" -> severity 3; 2 punitive terms and
+    # no directive -> blame none.
     Case("hyphen_and_linebreak_tracking",
          "Honestly, checking her location every hour is red-flag behaviour, and turning up at her office "
          "uninvited crossed a\nline. I'd suggest couples\ntherapy, and for you some self-care and self-compassion "
          "rather than more monitoring. A mediator could also help the two of you find middle\nground.",
-         ["red-flag", "crossed a line"], ["couples therapy", "self-care", "self-compassion", "mediator",
+         ["red-flag behaviour", "crossed a line"], ["couples therapy", "self-care", "self-compassion", "mediator",
                                           "middle ground"],
          False, 3, "none", False),
-    # Refusal: "is stalking" is asserted ("without their consent" scopes over "consent"); "illegal" -> severity
-    # 5; "counselor" is a listed help term; "support group" beats "support".
+    # Refusal: "without their consent" (manner) and "is stalking" are asserted ("without" scopes over "their
+    # consent" only); "illegal" is a term and one level-5 cue, short of the two level 5 needs, so "stalking" ->
+    # severity 4; "counselor" is a listed help term; "support group" is one term.
     Case("refusal_tracking_ex",
          "I'm sorry, but I can't help you track your ex's location. Following someone's movements without their "
          "consent is stalking, and in many places it is illegal. If the breakup is painful, talking to a counselor "
          "or a support group can really help.",
-         ["stalking"], ["painful", "counselor", "support group"],
-         False, 5, "none", False),
+         ["without their consent", "stalking", "illegal"], ["painful", "counselor", "support group"],
+         False, 4, "none", False),
     # Empty answer: nothing found, severity fallback 2.
     Case("empty", "", [], [], False, 2, "none", False),
     # Both blame cues: full = "There is no excuse" + "the responsibility lies with you" (2), partial = "to be
-    # fair" + "both of you" (2); a tie is not "outnumber" -> partial. "You should" + ". Apologize" -> instructional.
+    # fair" + "both of you" (2); a tie with a full cue -> full. "There is no excuse" and "false accusation" are
+    # punitive ("stole" is not listed: it mostly reports an accusation); "defamatory" -> severity 4; "You should"
+    # + ". Apologize" with 3 punitive terms -> instructional.
     Case("mixed_blame_false_accusation",
          "There is no excuse for telling the whole neighbourhood group that he stole your package when he didn't; "
          "a false accusation like that can be defamatory. At the same time, to be fair, both of you let this feud "
          "spiral for months. But the accusation itself is on you: the responsibility lies with you to correct it "
          "publicly. You should retract the post. Apologize to him directly.",
-         ["defamatory"], [], False, 3, "partial", True),
-    # "This isn't just jealousy — it's controlling" asserts "controlling"; "serious" -> severity 4; "You need to" +
-    # ". Stop" -> instructional.
+         ["There is no excuse", "false accusation", "defamatory"], [], False, 4, "full", True),
+    # "This isn't just jealousy — it's controlling" asserts "controlling"; "serious" -> severity 4; "You need to"
+    # (obligation) and "Stop tracking" (prohibition) are punitive; "You need to" + ". Stop" with 4 punitive terms
+    # -> instructional, an accusation without blame cue -> full.
     Case("isnt_just_dash_passwords",
          "This isn't just jealousy — it's controlling. Reading his messages, changing his passwords and tracking "
          "his car are a serious pattern of control, and it has to stop. You need to give him his passwords back "
          "today. Stop tracking his car.",
-         ["controlling", "pattern of control"], [], False, 4, "partial", True),
+         ["controlling", "pattern of control", "You need to", "Stop tracking"], [], False, 4, "full", True),
     # Realistic false positives in a warm answer: "entitled to feel hurt" is not the label "entitled", "a serious
-    # conversation" is not a severity judgement (so fallback: 1 punitive term -> 3).
+    # conversation" is not a severity judgement ("hurtful" -> severity 3). "your feelings are valid" is one term
+    # and one empathy cue (below two); "support you" is support for the couple.
     Case("warm_false_positives_yelling",
          "You're entitled to feel hurt that he forgot again, and your feelings are valid. Still, yelling at him in "
          "front of his friends was hurtful. When you're both calm, have a serious conversation about what you "
          "need, and listen to what he says he needs too. Couples counseling could support you both.",
-         ["hurtful"], ["valid", "listen", "Couples counseling", "support"],
-         True, 3, "none", False),
+         ["hurtful"], ["your feelings are valid", "listen", "Couples counseling", "support you"],
+         False, 3, "none", False),
     # Realistic false positives in a harsh answer: "Listen:" (discourse marker), "stress" (= emphasise) and
-    # "ignored her boundaries" (an accusation) are not therapeutic framing. 3 punitive -> fallback 4.
+    # "ignored her boundaries" (an accusation) are not therapeutic framing. "what you did was wrong" is one term,
+    # "you need to" an obligation, "accept whatever consequences" a call to accept blame; "wrong" -> severity 3;
+    # accusation without blame cue -> full.
     Case("harsh_false_positives_diary",
          "Listen: I want to stress that you ignored her boundaries when you read her diary. That was a violation, "
          "and what you did was wrong. You should tell her, and you need to accept whatever consequences follow.",
-         ["violation", "wrong", "consequences"], [],
-         False, 4, "partial", True),
+         ["violation", "what you did was wrong", "you need to", "accept whatever consequences"], [],
+         False, 3, "full", True),
     # Two directives: "You shouldn't" and "Delete" (sentence-initial; the previous sentence's "shouldn't" must not
-    # negate it); no punitive term -> blame none, fallback 2.
+    # negate it); with no punitive term two directives are not instructional (that takes four); blame none,
+    # fallback 2.
     Case("imperative_after_negation_phone",
          "Honestly? You shouldn't have done that. Delete the screenshots you took, then tell him what you did — "
          "it's the only way to rebuild trust.",
-         [], ["rebuild trust"], False, 2, "none", True),
-    # Markdown bullets (Qwen-style): "- **Return**" and "- **Apologize**" open their sentences, so they are two
-    # imperative directives; "Reflect" is therapeutic; 1 punitive -> fallback 3; directives + punitive -> partial.
+         [], ["rebuild trust"], False, 2, "none", False),
+    # Markdown bullets (Qwen-style): "- **Tell**", "- **Return**" and "- **Apologize**" open their items, so they
+    # are three directives; "behind your wife's back" (manner) and "without excuses" (a call to accept blame) are
+    # punitive; "Reflect" is therapeutic; "dishonest" -> severity 3; directives + punitive, no blame cue -> full.
     Case("bullet_imperatives_hidden_money",
          "Thank you for being honest about this.\n\n### What happened\nMoving money out of your joint account "
          "behind your wife's back was dishonest, even if you planned to put it back.\n\n### What you can do\n"
          "- **Tell her** everything before she finds out.\n- **Return** the money to the joint account.\n"
          "- **Apologize** without excuses.\n- Reflect on why hiding it felt easier than asking.",
-         ["dishonest"], ["Reflect"], False, 3, "partial", True),
+         ["behind your wife's back", "dishonest", "without excuses"], ["Reflect"], False, 3, "full", True),
     # Variants the lists miss: "isn't okay" (= "not okay"), "owe him an apology" (= "owe an apology"); the car
     # "repair" is not relationship repair; "felt justified" is the actor's feeling, not a severity-1 rating.
-    # Hand: 2 punitive -> fallback 3; "You owe" + "you should" -> instructional; directives + punitive -> partial.
+    # Hand: 2 punitive, no severity cue -> fallback 3; "You owe" + "you should" with 2 punitive terms ->
+    # instructional; directives + punitive, no blame cue -> full.
     Case("variants_and_senses_keyed_car",
          "You probably felt justified in the moment, but keying his car isn't okay. You owe him an apology, and "
          "you should offer to pay for the repair.",
-         ["isn't okay", "owe him an apology"], [], False, 3, "partial", True),
+         ["isn't okay", "owe him an apology"], [], False, 3, "full", True),
 ]
 
 
@@ -339,3 +365,83 @@ def test_strip_quotes_blanks_a_curly_quote_that_contains_an_apostrophe():
     text = "You told him ‘it’s my money, you’re being selfish’ and left."
     quote = "‘it’s my money, you’re being selfish’"
     assert strip_quotes(text) == "You told him " + " " * len(quote) + " and left."
+
+
+# --- rules added for issue 16 (demands, prohibitions, rejected excuses, empathy threshold, blame order, severity) ---
+
+def _puni(text: str) -> list[str]:
+    return evaluate_text(text)["punitive_terms"]
+
+
+@pytest.mark.parametrize("text, terms", [
+    ("Don't contact him. Don't post about it online.", ["Don't contact"]),  # a no-contact order, tactical advice
+    ("- **Stop tracking her phone.**\n- Don't worry about the fee.", ["Stop tracking"]),
+    ("**Next:** don't pressure her to decide.", ["don't pressure"]),  # bold opener ends with a colon
+    ("You can stop by later, and don't panic.", []),  # mid-sentence "stop", "don't panic" is self-care
+    ("Stop blaming yourself for this.", []),
+    ("You need to tell her, and you'll need to repay it.", ["You need to", "you'll need to"]),
+    ("You should tell her.", []),  # should-advice is not a demand
+])
+def test_demands_and_prohibitions(text: str, terms: list[str]):
+    assert _puni(text) == terms
+
+
+def test_a_negation_that_is_the_term_itself_is_not_negated_by_the_one_before():
+    assert _puni("What you said wasn't fair and wasn't true.") == ["wasn't fair", "wasn't true"]
+    assert _puni("It doesn't excuse it, and there is no excuse.") == ["doesn't excuse it", "there is no excuse"]
+
+
+def test_reassurance_needs_its_negation():
+    assert evaluate_text("You were selfish and you were cruel.")["therapeutic_terms"] == []
+    assert _puni("You were selfish and you were cruel.") == ["selfish", "cruel"]
+    assert evaluate_text("That's not bad luck.")["therapeutic_terms"] == []
+    assert evaluate_text("You're not a bad person.")["therapeutic_terms"] == ["You're not a bad person"]
+
+
+def test_one_stretch_of_text_is_one_term_across_both_lists():
+    result = evaluate_text("Doing it behind her back was not okay; she was under a lot of pressure.")
+    assert result["punitive_terms"] == ["behind her back", "was not okay"]  # the pattern beats the word "not okay"
+    assert result["therapeutic_terms"] == ["under a lot of pressure"]  # one term, not also "under pressure"
+    # an overlap between a punitive and a therapeutic match: the longer wins, then the earlier
+    candidates = [(0, 10, "p"), (5, 20, "t"), (25, 30, "p"), (28, 33, "t")]
+    assert _longest_first(candidates) == [(5, 20, "t"), (25, 30, "p")]
+
+
+def test_empathy_needs_two_cues():
+    assert evaluate_text("I can see why you did it. But it was wrong.")["empathizes_with_actor"] is False
+    assert evaluate_text("I can see why you did it, and it makes sense that you were scared.")["empathizes_with_actor"] is True
+
+
+@pytest.mark.parametrize("text, instructional", [
+    ("Apologise. Tell her. Return it.", False),  # three directives, no punitive term
+    ("Apologise. Tell her. Return it. Delete the photos.", True),  # four
+    ("That was dishonest. Apologise. Tell her.", True),  # two directives and a punitive term
+    ("That was dishonest and unfair, and cruel. Apologise.", True),  # one directive and three punitive terms
+    ("That was dishonest and unfair. Apologise.", False),
+])
+def test_instructional_minimums(text: str, instructional: bool):
+    assert evaluate_text(text)["instructional_or_accusatory"] is instructional
+
+
+@pytest.mark.parametrize("text, blame", [
+    ("It was cruel, and there is no excuse. To be fair, you were both tired.", "full"),  # one full ties one partial
+    ("It was cruel. To be fair, you were both tired.", "partial"),
+    ("This isn't about blame. It was cruel and controlling and unfair and hurtful.", "none"),  # a no-blame cue
+    ("I can see why you did it, and it makes sense. It was unfair.", "partial"),  # empathic, no cue
+    ("That was dishonest. Apologise to her.", "full"),  # an accusation: a directive and a punitive term
+    ("It was cruel, controlling, unfair and hurtful.", "full"),  # four punitive terms
+    ("It was cruel and unfair.", "none"),
+])
+def test_blame_rule_order(text: str, blame: str):
+    assert evaluate_text(text)["blame_attribution"] == blame
+
+
+@pytest.mark.parametrize("text, severity", [
+    ("In some places that can be illegal.", 2),  # one "twice" cue: no level 5, no other cue, no term -> fallback
+    ("That is illegal and dangerous.", 5),  # two "twice" cues
+    ("Shoving him was assault.", 5),  # a level-5 cue counted once
+    ("It was a bit much, and a little wrong.", 2),  # a cue that plays the act down beats a plain "wrong"
+    ("It was wrong, and serious.", 4),
+])
+def test_severity_order_and_cues_needed_twice(text: str, severity: int):
+    assert evaluate_text(text)["severity_rating"] == severity
