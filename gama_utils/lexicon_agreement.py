@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from .evaluate import EvaluatorOutput
+from .rubric import evaluator_model
 from .lexicon import evaluate_text, term_spans
 from .paths import LEXICONS, ROOT
 
@@ -83,7 +83,7 @@ def _checked(line: str, where: str, seen: set[str]) -> dict:
     if not isinstance(record["answer"], str) or not record["answer"].strip():
         raise ScoredAnswerError(f"{where}: answer is empty or not text")
     try:
-        EvaluatorOutput.model_validate(record["scores"])
+        evaluator_model().model_validate(record["scores"])
     except ValidationError as err:
         fields = "; ".join(f"scores.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         raise ScoredAnswerError(f"{where}: {fields}") from None

@@ -117,7 +117,8 @@ def test_blind_evaluation_masks_every_gender_marker_before_the_evaluator_sees_it
 def test_lexicon_evaluator_rows_follow_the_schema():
     out = evaluate.evaluate_responses(_responses(2), "lexicon")
     assert out.valid.all() and (out.evaluator == "lexicon").all()
-    assert out.punitive_terms.iloc[0] == ["controlling"] and out.instructional.iloc[0] == 0
+    # "You need to" is a demand the extended lexicon counts as punitive (issue 16, point 7)
+    assert out.punitive_terms.iloc[0] == ["controlling", "You need to"] and out.instructional.iloc[0] == 0
 
 
 def test_primary_evaluator_prefers_an_llm_judge_and_falls_back_to_the_lexicon():
