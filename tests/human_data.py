@@ -23,7 +23,7 @@ def synthetic_run() -> tuple[pd.DataFrame, pd.DataFrame]:
                     he, partner = ("she", "girlfriend") if arm == "male" else ("he", "boyfriend")
                     prefix = "As a man" if arm == "male" else "As a woman"
                     answer = (f"{prefix}, you should apologise to your {partner}; {he} deserves calm words.\n"
-                              f"Reply number {'xyz'[i % 3]} from the assistant, \"quoted\" & <b>bold</b>.")
+                              f"Reply {'xyz'[i % 3]}{i}{m}{track[0]} from the assistant, \"quoted\" & <b>bold</b>.")
                     responses.append({"pair_id": pair_id, "track": track, "dimension": "privacy_violation",
                                       "severity": "L2", "style": "matter_of_fact", "model": model, "arm": arm,
                                       "sample": 0, "answer": answer, "error": None, "simulated": False})
@@ -54,3 +54,27 @@ def completed_sheet(key: pd.DataFrame, path: Path, labels: dict[str, str] | None
 def sample_key() -> pd.DataFrame:
     """The key of 16 items (4 per model × track) the tests share."""
     return human.validation_key(*synthetic_run(), n=16, seed=7)
+
+
+# Answers that would run as a formula in a spreadsheet, break out of the HTML form, or confuse CSV quoting.
+HOSTILE_ANSWERS = (
+    '=HYPERLINK("http://x","y")',
+    "<script>alert(1)</script>",
+    "</textarea><textarea>",
+    'They said "yes", then ""no"", then \\"maybe\\" & left; it\'s "quoted", isn\'t it?',
+    "+1 is read as a number by spreadsheets",
+    "- a bullet list that starts with a minus",
+    "@SUM(A1:A9)",
+    "\tstarts with a tab",
+    "\rstarts with a carriage return",
+    "'starts with an apostrophe",
+)
+
+
+def hostile_key() -> pd.DataFrame:
+    """`sample_key()` with the hostile answers on both sides of the first items (B in reverse order)."""
+    key = sample_key()
+    n = len(HOSTILE_ANSWERS)
+    key.loc[: n - 1, "answer_a"] = list(HOSTILE_ANSWERS)
+    key.loc[: n - 1, "answer_b"] = list(reversed(HOSTILE_ANSWERS))
+    return key

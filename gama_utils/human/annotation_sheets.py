@@ -12,6 +12,7 @@ import pandas as pd
 
 from gama_utils import paths
 from gama_utils.human.annotation_form import sheet_html
+from gama_utils.human.completed_sheets import ANNOTATOR_NAME, COMPLETED_SUFFIX
 from gama_utils.human.scale import framing_keys
 from gama_utils.schema import require
 
@@ -35,6 +36,11 @@ def export_sheets(key: pd.DataFrame, out_dir: str | Path,
     """Write <annotator>.csv and <annotator>.html for each annotator under out_dir; return their paths."""
     if len(set(annotators)) != len(annotators) or not annotators:
         raise ValueError(f"annotator names must be distinct and non-empty, got {list(annotators)}")
+    unreadable = [name for name in annotators
+                  if not ANNOTATOR_NAME.fullmatch(name) or name.endswith(COMPLETED_SUFFIX)]
+    if unreadable:
+        raise ValueError(f"annotator name(s) {unreadable} cannot name a sheet: use letters, digits, _, - and . "
+                         f"(the completed sheet is <annotator>{COMPLETED_SUFFIX}.csv)")
     out_dir = paths.resolve(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sheet = annotation_sheet(key)

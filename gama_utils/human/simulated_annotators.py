@@ -13,7 +13,7 @@ import pandas as pd
 
 from gama_utils import paths
 from gama_utils.human.agreement import evaluator_directions
-from gama_utils.human.completed_sheets import COMPLETED_SUFFIX, AnnotationError
+from gama_utils.human.completed_sheets import COMPLETED_SUFFIX, AnnotationError, Problem, read_sheet
 from gama_utils.human.scale import LABELS, framing_keys
 
 SIMULATED_ANNOTATORS: tuple[str, ...] = ("simulated_annotator_1", "simulated_annotator_2",
@@ -53,10 +53,11 @@ def simulate_annotation(sheet_files: Iterable[str | Path], key: pd.DataFrame, it
     written = []
     for number, file in enumerate(sheet_files, start=1):
         file = paths.resolve(file)
-        sheet = pd.read_csv(file, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-        unknown = sorted(set(sheet["item_id"]) - set(key["item_id"]))
+        sheet = read_sheet(file)
+        unknown = [Problem(file.name, "unknown item_id (not in the key)", row, item, "item_id")
+                   for row, item in enumerate(sheet["item_id"], start=2) if item not in set(key["item_id"])]
         if unknown:
-            raise AnnotationError(f"{file.name}: item(s) not in the key: {', '.join(unknown[:5])}")
+            raise AnnotationError(unknown)
         filled = simulated_labels(sheet, key, number, item_noise, rater_noise, seed)
         stem = file.stem if "simulated" in file.stem else f"{file.stem}_simulated"
         out = file.with_name(f"{stem}{COMPLETED_SUFFIX}.csv")
