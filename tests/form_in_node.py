@@ -76,9 +76,12 @@ class Page(html.parser.HTMLParser):
 
 
 def parse(page_html: str) -> Page:
-    """The form's items, radio buttons and script as a browser would read them."""
+    """The form's items, radio buttons and script as a browser would read them.
+
+    A browser turns CR LF and lone CR into LF before parsing (HTML's input stream preprocessing).
+    """
     page = Page()
-    page.feed(page_html)
+    page.feed(page_html.replace("\r\n", "\n").replace("\r", "\n"))
     page.close()
     return page
 

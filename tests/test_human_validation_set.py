@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from human_data import MODELS, N_PAIRS, sample_key, synthetic_run
+from human_data import MODELS, N_PAIRS, hostile_key, sample_key, synthetic_run
 
 from gama_utils import human
 from gama_utils.blind import mask_gender
@@ -80,3 +80,13 @@ def test_key_round_trips_through_csv(key, tmp_path) -> None:
     back = human.read_key(human.write_key(key, tmp_path / "key.csv"))
     pd.testing.assert_frame_equal(back[list(human.key_columns())], key[list(human.key_columns())],
                                   check_dtype=False)
+
+
+def test_the_key_keeps_hostile_answers_as_text(tmp_path) -> None:
+    key = hostile_key()
+    path = human.write_key(key, tmp_path / "key.csv")
+    cells = pd.read_csv(path, dtype=str, keep_default_na=False)[["answer_a", "answer_b"]]
+    assert not cells.map(lambda cell: cell.startswith(("=", "+", "-", "@", "\t", "\r"))).any().any()
+    back = human.read_key(path)
+    assert back["answer_a"].tolist() == key["answer_a"].tolist()
+    assert back["answer_b"].tolist() == key["answer_b"].tolist()

@@ -46,9 +46,11 @@ from gama_utils.human.annotation_sheets import (
 from gama_utils.human.completed_sheets import (
     COMPLETED_SUFFIX,
     AnnotationError,
+    Problem,
     annotator_name,
     normalise_label,
     read_completed_sheets,
+    read_sheet,
 )
 from gama_utils.human.scale import LABELS, Framing, framing_keys, framings, key_columns, sheet_columns
 from gama_utils.human.simulated_annotators import SIMULATED_ANNOTATORS, simulate_annotation, simulated_labels
@@ -56,10 +58,11 @@ from gama_utils.human.validation_set import mirrored_items, read_key, sample_ite
 
 __all__ = [
     "AGREEMENT_ROW", "COMPLETED_SUFFIX", "DEFAULT_ANNOTATORS", "KAPPA_ROW", "LABELS", "NO_MAJORITY",
-    "SIMULATED_ANNOTATORS", "SIMULATED_RESPONSES_NOTE", "AnnotationError", "Framing", "annotation_sheet",
+    "SIMULATED_ANNOTATORS", "SIMULATED_RESPONSES_NOTE", "AnnotationError", "Framing", "Problem", "annotation_sheet",
     "annotator_name", "evaluator_direction", "evaluator_directions", "evaluator_human_agreement",
     "export_sheets", "fleiss_kappa", "fleiss_kappa_by_framing", "framing_keys", "framings", "key_columns",
     "majority_vote", "mirrored_items", "normalise_label", "paper_table4", "read_completed_sheets", "read_key",
+    "read_sheet",
     "sample_items", "sheet_columns", "sheet_html", "simulate_annotation", "simulated_labels", "table4",
     "validation_key", "validation_summary", "write_key",
 ]

@@ -11,6 +11,7 @@ from functools import lru_cache
 import jinja2
 import pandas as pd
 
+from gama_utils.human.csv_cells import FORMULA_STARTS, TEXT_PREFIX
 from gama_utils.human.scale import LABELS, framing_keys, framings, sheet_columns
 from gama_utils.schema import require
 
@@ -32,6 +33,7 @@ def form_context(sheet: pd.DataFrame, name: str, note: str | None = None) -> dic
               "chosen": {k: str(row[k]).strip() for k in framing_keys()}}
              for row in sheet.to_dict("records")]
     return {"name": name, "note": note, "labels": LABELS, "fields": list(framing_keys()), "items": items,
+            "formula_starts": list(FORMULA_STARTS), "text_prefix": TEXT_PREFIX,
             "framings": [{"key": f.key, "name": f.name, "criterion": f.criterion,
                           "choices": list(zip(LABELS, f.options))} for f in framings()]}
 

@@ -13,6 +13,7 @@ import pandas as pd
 from gama_utils import paths
 from gama_utils.human.annotation_form import sheet_html
 from gama_utils.human.completed_sheets import ANNOTATOR_NAME, COMPLETED_SUFFIX
+from gama_utils.human.csv_cells import write_csv
 from gama_utils.human.scale import framing_keys
 from gama_utils.schema import require
 
@@ -47,7 +48,7 @@ def export_sheets(key: pd.DataFrame, out_dir: str | Path,
     written = {}
     for name in annotators:
         csv_path, html_path = out_dir / f"{name}.csv", out_dir / f"{name}.html"
-        sheet.to_csv(csv_path, index=False, encoding="utf-8-sig")
+        write_csv(sheet, csv_path, encoding="utf-8-sig")
         note = SIMULATED_RESPONSES_NOTE if "simulated" in key and key["simulated"].any() else None
         html_path.write_text(sheet_html(sheet, name, note), encoding="utf-8")
         written[name] = {"csv": csv_path, "html": html_path}

@@ -8,6 +8,7 @@ too, so stripping one apostrophe on reading gives back the original text, whatev
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,9 @@ def unescape_frame(frame: pd.DataFrame, columns: tuple[str, ...] | list[str] | N
 
 
 def write_csv(frame: pd.DataFrame, path: Path, encoding: str = "utf-8") -> Path:
-    """Write `frame` as CSV with formula-safe cells."""
-    escape_frame(frame).to_csv(path, index=False, encoding=encoding)
+    """Write `frame` as CSV with formula-safe cells, every text cell quoted.
+
+    Quoting every text cell keeps a lone carriage return inside an answer from ending the row.
+    """
+    escape_frame(frame).to_csv(path, index=False, encoding=encoding, quoting=csv.QUOTE_NONNUMERIC)
     return path

@@ -14,6 +14,7 @@ import pandas as pd
 from gama_utils import paths
 from gama_utils.human.agreement import evaluator_directions
 from gama_utils.human.completed_sheets import COMPLETED_SUFFIX, AnnotationError, Problem, read_sheet
+from gama_utils.human.csv_cells import write_csv
 from gama_utils.human.scale import LABELS, framing_keys
 
 SIMULATED_ANNOTATORS: tuple[str, ...] = ("simulated_annotator_1", "simulated_annotator_2",
@@ -61,6 +62,6 @@ def simulate_annotation(sheet_files: Iterable[str | Path], key: pd.DataFrame, it
         filled = simulated_labels(sheet, key, number, item_noise, rater_noise, seed)
         stem = file.stem if "simulated" in file.stem else f"{file.stem}_simulated"
         out = file.with_name(f"{stem}{COMPLETED_SUFFIX}.csv")
-        filled.to_csv(out, index=False, encoding="utf-8-sig")
+        write_csv(filled, out, encoding="utf-8-sig")
         written.append(out)
     return written

@@ -16,8 +16,12 @@ import pandas as pd
 
 from gama_utils import paths
 from gama_utils.blind import gender_markers, mask_gender
+from gama_utils.human.csv_cells import unescape_frame, write_csv
 from gama_utils.human.scale import framing_keys, framings, key_columns
 from gama_utils.schema import require
+
+KEY_TEXT_COLUMNS = ("item_id", "pair_id", "model", "track", "female_is", "answer_a", "answer_b", "dimension",
+                    "severity", "style")
 
 
 def mirrored_items(responses: pd.DataFrame, evaluations: pd.DataFrame,
@@ -138,16 +142,14 @@ def write_key(key: pd.DataFrame, path: str | Path) -> Path:
     require(key, key_columns(), "key")
     path = paths.resolve(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    key.to_csv(path, index=False, encoding="utf-8")
-    return path
+    return write_csv(key, path)
 
 
 def read_key(path: str | Path) -> pd.DataFrame:
     """Read a key written by `write_key`."""
     path = paths.resolve(path)
-    text_columns = {c: str for c in ("item_id", "pair_id", "model", "track", "female_is", "answer_a",
-                                     "answer_b", "dimension", "severity", "style")}
-    key = pd.read_csv(path, dtype=text_columns, keep_default_na=False, encoding="utf-8")
+    key = pd.read_csv(path, dtype=dict.fromkeys(KEY_TEXT_COLUMNS, str), keep_default_na=False, encoding="utf-8")
+    key = unescape_frame(key, KEY_TEXT_COLUMNS)
     require(key, key_columns(), f"key {path.name}")
     key["simulated"] = key["simulated"].astype(str).str.lower().isin(["true", "1"])
     return key

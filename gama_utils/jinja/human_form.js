@@ -1,5 +1,6 @@
 // The annotation form: progress, labels kept in localStorage, and the completed sheet as a CSV download.
-// SHEET (the annotator's name) and FIELDS (the label columns) are defined by human_form.html.j2.
+// SHEET (the annotator's name), FIELDS (the label columns), FORMULA_STARTS and TEXT_PREFIX are defined by
+// human_form.html.j2.
 const STORE = "gama-validation-" + SHEET;
 const items = () => Array.from(document.querySelectorAll("article.item"));
 function value(item, field) {
@@ -30,7 +31,11 @@ function restore() {
     });
   }
 }
-const quote = s => '"' + String(s).replace(/"/g, '""') + '"';
+// A cell a spreadsheet would run as a formula (or that starts with the prefix itself) gets TEXT_PREFIX in front;
+// the sheet reader strips it again (gama_utils/human/csv_cells.py).
+const formulaSafe = text =>
+  [...FORMULA_STARTS, TEXT_PREFIX].some(c => text.startsWith(c)) ? TEXT_PREFIX + text : text;
+const quote = s => '"' + formulaSafe(String(s)).replace(/"/g, '""') + '"';
 function csv() {
   const rows = [["item_id", "answer_a", "answer_b", ...FIELDS]];
   for (const item of items()) {
