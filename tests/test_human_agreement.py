@@ -41,6 +41,14 @@ def test_fleiss_kappa_reproduces_the_published_worked_example() -> None:
     ratings = [[category for category, n in enumerate(row, start=1) for _ in range(n)] for row in WIKIPEDIA_COUNTS]
     assert all(len(r) == 14 for r in ratings)
     assert human.fleiss_kappa(np.array(ratings)) == pytest.approx(0.210, abs=5e-4)
+    # Fleiss' formula by hand: P_i = (Σ_j n_ij² − n) / (n(n − 1)), p_j = Σ_i n_ij / (N n), κ = (P̄ − P̄e) / (1 − P̄e)
+    counts = np.array(WIKIPEDIA_COUNTS, dtype=float)
+    n, N = 14, len(counts)
+    p_bar = ((counts ** 2).sum(axis=1) - n).sum() / (N * n * (n - 1))
+    p_e = ((counts.sum(axis=0) / (N * n)) ** 2).sum()
+    assert (p_bar, p_e) == pytest.approx((0.378022, 0.212755), abs=5e-7)  # Wikipedia: P̄ 0.378, P̄e 0.213
+    assert human.fleiss_kappa(np.array(ratings)) == pytest.approx((p_bar - p_e) / (1 - p_e), abs=1e-12)
+    assert human.fleiss_kappa(np.array(ratings)) == pytest.approx(0.20993, abs=5e-6)
 
 
 def test_fleiss_kappa_on_a_hand_computed_three_rater_example() -> None:

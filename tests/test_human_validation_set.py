@@ -8,6 +8,7 @@ from human_data import MODELS, N_PAIRS, hostile_key, sample_key, synthetic_run
 
 from gama_utils import human
 from gama_utils.blind import mask_gender
+from gama_utils.human import validation_set
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 
@@ -90,3 +91,10 @@ def test_the_key_keeps_hostile_answers_as_text(tmp_path) -> None:
     back = human.read_key(path)
     assert back["answer_a"].tolist() == key["answer_a"].tolist()
     assert back["answer_b"].tolist() == key["answer_b"].tolist()
+
+
+def test_answers_with_gender_markers_left_after_masking_are_reported(run, monkeypatch) -> None:
+    monkeypatch.setattr(validation_set, "mask_gender", lambda answer: answer)  # a masker that misses everything
+    with pytest.warns(UserWarning, match=r"gender markers left after masking in 16 item\(s\), e\.g\. "
+                                         r"\('item-001', \[.*'woman'.*\]\)"):
+        human.validation_key(*run, n=16, seed=7)

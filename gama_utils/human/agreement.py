@@ -1,5 +1,4 @@
-"""Agreement (paper §4.5, Table 4): Fleiss' κ among annotators, the human majority vote, the evaluator-derived
-A/B/Tie direction, evaluator-human agreement, and Table 4 beside the paper's values."""
+"""Agreement (paper §4.5, Table 4): Fleiss' κ, majority vote, evaluator directions and agreement, Table 4."""
 
 from __future__ import annotations
 
