@@ -30,7 +30,8 @@ from gama_utils.metrics import METRIC_KEYS
 VARIANT_COLUMNS = ("model", "family", "size_b", "post_training", "thinking", "release")
 DIFFERENCE_COLUMNS = ("axis", "comparison", "track", "metric", "from_model", "to_model", "n_pairs", "delta_from",
                       "delta_to", "difference", "ci_low", "ci_high", "se", "p_value")
-TREND_COLUMNS = ("comparison", "track", "metric", "n_models", "sizes", "slope", "ci_low", "ci_high", "se", "p_value")
+TREND_COLUMNS = ("comparison", "track", "metric", "n_models", "sizes", "weighting", "slope", "ci_low", "ci_high", "se",
+                 "p_value")
 
 
 @dataclass(frozen=True)
@@ -188,37 +189,49 @@ def size_trend(evaluations: pd.DataFrame, variants: pd.DataFrame, panels: Sequen
     """Trend of Δ over log2 model size per Scale comparison × track × metric: change in Δ per doubling of size.
 
     The slope is a weighted least-squares fit (statsmodels WLS) of each variant's Δ on log2(size_b),
-    weights 1/SE² of each Δ (SE = sd(d)/√n). Its CI and SE come from a bootstrap over pairs that
-    recomputes every variant's Δ on the same resampled pairs (the variants answered the same prompts,
-    so their Δ are correlated and WLS's own SE would be wrong); p is the Wald test with that SE, p_holm
-    Holm over every row of the call. With few sizes the CI covers the sampling of pairs, not a
-    departure from a straight line. Columns: comparison, track, metric, n_models, sizes, slope,
-    ci_low, ci_high, se, p_value, p_holm, simulated.
+    weights 1/SE² of each Δ (SE = sd(d)/√n; equal weights when some variant's d has no spread, as
+    `weighting` says). Its CI and SE come from a bootstrap over pairs that recomputes every variant's
+    Δ on the same resampled pairs (the variants answered the same prompts, so their Δ are correlated
+    and WLS's own SE would be wrong); p is the Wald test with that SE, p_holm Holm over every row of
+    the call. With few sizes the CI covers the sampling of pairs, not a departure from a straight
+    line. Variants with fewer than two usable pairs are left out; a cell needs two sizes. Columns:
+    comparison, track, metric, n_models, sizes, weighting, slope, ci_low, ci_high, se, p_value,
+    p_holm, simulated.
     """
     wide = pair_differences(evaluations, metrics)
     size = variants.set_index("model")["size_b"].astype(float)
     simulated = bool(evaluations["simulated"].any())
+    present = set(zip(wide.index.get_level_values("track"), wide.index.get_level_values("metric")))
+    cells = [(t, m) for t in sorted({t for t, _ in present}) for m in metrics if (t, m) in present]
     rows = []
     for panel in [p for p in panels if p.axis == "Scale"]:
-        models = [m for m in panel.models if m in wide.columns]
-        x = np.log2(size.loc[models].to_numpy())
-        present = set(zip(wide.index.get_level_values("track"), wide.index.get_level_values("metric")))
-        for track, key in [(t, m) for t in sorted({t for t, _ in present}) for m in metrics if (t, m) in present]:
-            d = wide[models].xs((track, key), level=["track", "metric"]).to_numpy(float)
-            n = (~np.isnan(d)).sum(axis=0)
-            weights = n / np.nanvar(d, axis=0, ddof=1)
-            slope = float(sm.WLS(np.nanmean(d, axis=0), sm.add_constant(x), weights=weights).fit().params[1])
-            means = stats.bootstrap_means(d, n_boot, stats.cell_seed(seed, (track, key, *models)))
-            centred = x - np.average(x, weights=weights)
-            slopes = means @ (weights * centred) / np.sum(weights * centred ** 2)
-            (low,), (high,) = stats.percentile_interval(slopes, level)
-            rows.append({"comparison": panel.title, "track": track, "metric": key, "n_models": len(models),
-                         "sizes": ", ".join(f"{s:g}B" for s in size.loc[models]), "slope": slope,
-                         "ci_low": low, "ci_high": high,
-                         "se": float(np.nanstd(slopes, ddof=1)) if len(slopes) > 1 else np.nan,
-                         "p_value": float(stats.bootstrap_wald_p(slope, slopes)[0]) if len(slopes) > 1 else np.nan,
-                         "simulated": simulated})
+        for track, key in cells:
+            d = wide.reindex(columns=list(panel.models)).xs((track, key), level=["track", "metric"])
+            d = d.loc[:, (d.notna().sum() >= 2).to_numpy()]
+            if d.shape[1] >= 2 and size.loc[d.columns].nunique() >= 2:
+                rows.append({"comparison": panel.title, "track": track, "metric": key,
+                             **_trend(d, np.log2(size.loc[d.columns].to_numpy()), n_boot,
+                                      stats.cell_seed(seed, (track, key, *d.columns)), level),
+                             "simulated": simulated})
     return _with_holm(pd.DataFrame(rows, columns=[*TREND_COLUMNS, "simulated"]))
+
+
+def _trend(d: pd.DataFrame, x: np.ndarray, n_boot: int, rng: np.random.Generator, level: float) -> dict:
+    """WLS slope of the columns' mean over x, with its bootstrap CI, SE and Wald p (pairs resampled)."""
+    values = d.to_numpy(float)
+    spread = np.nanvar(values, axis=0, ddof=1)
+    weighted = bool((spread > 0).all())
+    weights = (~np.isnan(values)).sum(axis=0) / spread if weighted else np.ones(values.shape[1])
+    slope = float(sm.WLS(np.nanmean(values, axis=0), sm.add_constant(x), weights=weights).fit().params[1])
+    means = stats.bootstrap_means(values, n_boot, rng)
+    centred = x - np.average(x, weights=weights)
+    slopes = means @ (weights * centred) / np.sum(weights * centred ** 2)
+    (low,), (high,) = stats.percentile_interval(slopes, level)
+    resampled = len(slopes) > 1
+    return {"n_models": d.shape[1], "sizes": ", ".join(f"{2 ** v:g}B" for v in x),
+            "weighting": "1/SE²" if weighted else "equal (a variant's d has no spread)", "slope": slope,
+            "ci_low": low, "ci_high": high, "se": float(np.nanstd(slopes, ddof=1)) if resampled else np.nan,
+            "p_value": float(stats.bootstrap_wald_p(slope, slopes)[0]) if resampled else np.nan}
 
 
 def _with_holm(frame: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,14 @@ def is_offline_judge(judge: str | dict | llm.ModelSpec) -> bool:
     return judge == evaluate.LEXICON or llm.resolve_model(judge).client == "sim"
 
 
+def should_run(requested: bool | None, judge: str | dict | llm.ModelSpec, simulated: bool) -> bool:
+    """Whether 06 runs the null check: as `requested`, or (None) when the run is simulated and its judge offline.
+
+    A real run gets it only on request, because its tables would then include a SIMULATED one.
+    """
+    return bool(requested) if requested is not None else simulated and is_offline_judge(judge)
+
+
 def pairs_from_responses(responses: pd.DataFrame) -> pd.DataFrame:
     """The mirrored pairs (schema PAIRS) the run's models answered, rebuilt from their prompts."""
     require(responses, ("pair_id", "track", "dimension", "severity", "style", "arm", "prompt"), "responses")

@@ -113,7 +113,8 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
     `target`: one Δ for every metric, a mapping metric → Δ, or a frame with track, metric, delta (e.g.
     the paper's across-model averages). Per track × metric: the pilot's median and largest SD over
     models, and the pairs needed at α and at the Holm step α/m (m = `family_size`, default the pilot's
-    family) for the median model (pairs_needed) and for the noisiest one (pairs_needed_max).
+    family) for the median model (pairs_needed) and for the noisiest one (pairs_needed_max); missing
+    where the target is 0 or the pilot's differences have no spread.
     A pilot's SD is itself uncertain: with k pilot pairs its relative error is about 1/√(2k).
     """
     rows = _paper_rows(pilot)
@@ -123,10 +124,10 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
     m = family_size or int(rows["holm_family_size"].max())
     holm_alpha = alpha / m
     for suffix, a in (("", alpha), ("_holm", holm_alpha)):
-        spread[f"pairs_needed{suffix}"] = [pairs_needed(t, sd, a, power)
-                                           for t, sd in zip(spread.target_delta, spread.sd_diff)]
-        spread[f"pairs_needed_max{suffix}"] = [pairs_needed(t, sd, a, power)
-                                               for t, sd in zip(spread.target_delta, spread.sd_diff_max)]
+        for column, sds in ((f"pairs_needed{suffix}", spread.sd_diff), (f"pairs_needed_max{suffix}", spread.sd_diff_max)):
+            needed = [pairs_needed(t, sd, a, power) if t != 0 and sd > 0 else None
+                      for t, sd in zip(spread.target_delta, sds)]
+            spread[column] = pd.array(needed, dtype="Int64")
     spread["holm_family_size"] = m
     spread.attrs["simulated"] = bool(pilot["simulated"].any()) if "simulated" in pilot.columns else False
     return spread

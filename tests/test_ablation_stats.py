@@ -90,3 +90,17 @@ def test_no_scale_comparison_gives_no_trend():
     assert ablation.size_trend(evaluations, variants(), [post_training], n_boot=50, metrics=("puni",)).empty
     with pytest.raises(ValueError, match="no evaluations of 'toy-1b' or 'missing'"):
         ablation.gap_differences(evaluations, [ablation.Comparison("Scale", ("toy-1b", "missing"))], n_boot=10)
+
+
+def test_trend_on_a_tiny_run_falls_back_to_equal_weights():
+    # Four pairs; toy-1b's female answers equal its male ones shifted by 2 on every pair (no spread in d):
+    # 1/SE² is undefined, so the slope is ordinary least squares of the three Δ (by np.polyfit).
+    ids = ["a", "b", "c", "d"]
+    frames = []
+    for model, female in (("toy-1b", [3, 4, 5, 6]), ("toy-4b", [1, 5, 4, 4]), ("toy-16b", [0, 2, 3, 5])):
+        frames.append(evaluation_rows(model, "male", {"punitive_count": [1, 2, 3, 4]}, pair_ids=ids))
+        frames.append(evaluation_rows(model, "female", {"punitive_count": female}, pair_ids=ids))
+    row = ablation.size_trend(pd.concat(frames, ignore_index=True), variants(), [SCALE], n_boot=200,
+                              metrics=("puni",)).iloc[0]
+    # Δ: 2, (0 + 3 + 1 + 0)/4 = 1, (−1 + 0 + 0 + 1)/4 = 0 over log2 sizes 0, 2, 4 → slope −0.5.
+    assert row["weighting"].startswith("equal") and row["slope"] == pytest.approx(-0.5)

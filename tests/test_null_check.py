@@ -68,3 +68,10 @@ def test_a_paid_judge_is_refused_before_anything_is_sent(run_responses):
     assert null_check.is_offline_judge("lexicon") and null_check.is_offline_judge("sim/Gemini-3-Pro")
     with pytest.raises(ValueError, match="offline judge"):
         null_check.null_evaluations(run_responses, "gemini-3-pro")
+
+
+def test_the_check_runs_by_itself_only_in_simulated_runs_with_an_offline_judge():
+    assert null_check.should_run(None, "sim/Gemini-3-Pro", simulated=True)
+    assert not null_check.should_run(None, "lexicon", simulated=False)  # a real run's tables stay unmarked
+    assert not null_check.should_run(None, "gemini-3-pro", simulated=True)
+    assert null_check.should_run(True, "lexicon", simulated=False) and not null_check.should_run(False, "lexicon", True)

@@ -100,3 +100,10 @@ def test_plan_from_a_pilot():
     assert power.plan(pilot, 10.0, family_size=1).iloc[0]["pairs_needed_holm"] == power.pairs_needed(10.0, 50.0)
     with pytest.raises(ValueError, match="metrics the pilot does not have"):
         power.plan(pilot, {"sev": 0.1})
+
+
+def test_plan_leaves_undefined_cells_empty():
+    # A pilot cell whose differences never vary (SD 0) cannot be planned from; a target of 0 neither.
+    pilot = gaps_rows([("A", "intimate", "sev", 0.0, 10, 0.0), ("A", "intimate", "puni", -1.0, 10, 2.0)])
+    planned = power.plan(pilot, {"sev": 0.2, "puni": 0.0}).set_index("metric")
+    assert planned["pairs_needed"].isna().all() and planned["pairs_needed_max_holm"].isna().all()
