@@ -1,11 +1,13 @@
 """Linear mixed model with one random intercept per scenario, fitted by REML (vectorised).
 
 y = Xβ + u_scenario + e with u ~ N(0, τ²), e ~ N(0, σ²). Why not statsmodels' MixedLM: it gives the
-same estimates and standard errors (the tests check it to 1e-6) but loops over scenarios in Python,
-about one second per model on the public track's 993 scenarios; fitting each model on its own
-(`stats.mixed_effects`) would add over a minute to a run. Here every scenario enters through group
-sums, because with V = σ²(I + γJ) per scenario (γ = τ²/σ²) the inverse and determinant have
-closed forms, so the restricted likelihood is one bounded search over γ with β and σ² profiled out.
+same estimates (the tests check it) but loops over scenarios in Python, one to three seconds per
+model on the public track's 993 scenarios, so fitting each model on its own (`stats.mixed_effects`)
+took 71 s for the offline run instead of 1.8 s here. Every scenario enters through group sums,
+because with V = σ²(I + γJ) per scenario (γ = τ²/σ²) the inverse and determinant have closed forms,
+so the restricted likelihood is one bounded search over γ with β and σ² profiled out. Standard
+errors are σ²(X'V⁻¹X)⁻¹ as lme4 reports them; statsmodels takes them from the observed information,
+which is the same for complete pairs and within 0.5% in the tests' incomplete ones.
 """
 
 from __future__ import annotations
