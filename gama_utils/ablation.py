@@ -8,19 +8,30 @@ follow from them, so any family works, not only the paper's Qwen3:
 - Post-training: base → instruct at one size (the instruct variant with thinking off, same release
   when there is one).
 - Reasoning mode: thinking off → on at one size, same post-training (same release when there is one).
+
+Beyond per-variant CIs, the claims that scale, post-training or thinking change the gap are tested:
+`gap_differences` (Δ of each variant minus Δ of the one before it, paired over shared pairs) and
+`size_trend` (the change in Δ per doubling of parameters).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+import statsmodels.api as sm
 
-from gama_utils import llm
+from gama_utils import gaps, llm, stats
+from gama_utils.metrics import metric_keys
 
 VARIANT_COLUMNS = ("model", "family", "size_b", "post_training", "thinking", "release")
+DIFFERENCE_COLUMNS = ("axis", "comparison", "track", "metric", "from_model", "to_model", "n_pairs", "delta_from",
+                      "delta_to", "difference", "ci_low", "ci_high", "se", "p_value")
+TREND_COLUMNS = ("comparison", "track", "metric", "n_models", "sizes", "weighting", "slope", "ci_low", "ci_high", "se",
+                 "p_value")
 
 
 @dataclass(frozen=True)
@@ -126,3 +137,105 @@ def _common_prefix(names: list[str]) -> str:
             prefix = prefix[:-1]
     cut = max(prefix.rfind("-"), prefix.rfind("/"))
     return prefix[:cut + 1] if cut >= 0 else ""
+
+
+def pair_differences(evaluations: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per-pair d = female − male (paper units), rows track × metric × pair_id, one column per model (NaN: excluded)."""
+    long = gaps.per_pair(evaluations, metrics=metrics)
+    long["d"] = long["female"] - long["male"]
+    return long.pivot_table(index=["track", "metric", "pair_id"], columns="model", values="d", aggfunc="first",
+                            dropna=False)
+
+
+def gap_differences(evaluations: pd.DataFrame, panels: Sequence[Comparison], n_boot: int = 2000, seed: int = 0,
+                    level: float = 0.95, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """§4.3 as tests: Δ(next variant) − Δ(variant) for consecutive variants of each comparison, per track × metric.
+
+    Paired over the pairs both variants have valid in both arms: the per-pair e = d_next − d is
+    resampled (percentile bootstrap CI of its mean, which is the difference of the two Δ over those
+    pairs); p is the two-sided Wald test with the bootstrap SE, and p_holm is Holm over every row of
+    the call (all comparisons × tracks × metrics). Columns: axis, comparison, track, metric, from_model,
+    to_model, n_pairs, delta_from, delta_to, difference, ci_low, ci_high, se, p_value, p_holm, simulated.
+    """
+    metrics = tuple(metrics or metric_keys())
+    wide = pair_differences(evaluations, metrics)
+    simulated = bool(evaluations["simulated"].any())
+    rows = []
+    for panel in panels:
+        for earlier, later in zip(panel.models, panel.models[1:]):
+            if earlier not in wide.columns or later not in wide.columns:
+                raise ValueError(f"{panel.title}: no evaluations of {earlier!r} or {later!r}")
+            for track, frame in wide.groupby(level="track", sort=True):
+                columns = [m for m in metrics if m in frame.index.get_level_values("metric")]
+                both = {m: frame.xs(m, level="metric")[[earlier, later]].dropna() for m in columns}
+                pair_ids = sorted(set().union(*(b.index for b in both.values())))
+                e = np.column_stack([(both[m][later] - both[m][earlier]).reindex(pair_ids).to_numpy()
+                                     for m in columns])
+                means = stats.bootstrap_means(e, n_boot, stats.cell_seed(seed, (track, earlier, later)))
+                low, high = stats.percentile_interval(means, level)
+                estimate = np.array([both[m][later].mean() - both[m][earlier].mean() for m in columns])
+                p_values = stats.bootstrap_wald_p(estimate, means) if len(means) else np.full(len(columns), np.nan)
+                for j, key in enumerate(columns):
+                    rows.append({"axis": panel.axis, "comparison": panel.title, "track": track, "metric": key,
+                                 "from_model": earlier, "to_model": later, "n_pairs": len(both[key]),
+                                 "delta_from": both[key][earlier].mean(), "delta_to": both[key][later].mean(),
+                                 "difference": estimate[j], "ci_low": low[j], "ci_high": high[j],
+                                 "se": float(np.nanstd(means[:, j], ddof=1)) if len(means) > 1 else np.nan,
+                                 "p_value": p_values[j], "simulated": simulated})
+    return _with_holm(pd.DataFrame(rows, columns=[*DIFFERENCE_COLUMNS, "simulated"]))
+
+
+def size_trend(evaluations: pd.DataFrame, variants: pd.DataFrame, panels: Sequence[Comparison], n_boot: int = 2000,
+               seed: int = 0, level: float = 0.95, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Trend of Δ over log2 model size per Scale comparison × track × metric: change in Δ per doubling of size.
+
+    The slope is a weighted least-squares fit (statsmodels WLS) of each variant's Δ on log2(size_b),
+    weights 1/SE² of each Δ (SE = sd(d)/√n; equal weights when some variant's d has no spread, as
+    `weighting` says). Its CI and SE come from a bootstrap over pairs that recomputes every variant's
+    Δ on the same resampled pairs (the variants answered the same prompts, so their Δ are correlated
+    and WLS's own SE would be wrong); p is the Wald test with that SE, p_holm Holm over every row of
+    the call. With few sizes the CI covers the sampling of pairs, not a departure from a straight
+    line. Variants with fewer than two usable pairs are left out; a cell needs two sizes. Columns:
+    comparison, track, metric, n_models, sizes, weighting, slope, ci_low, ci_high, se, p_value,
+    p_holm, simulated.
+    """
+    metrics = tuple(metrics or metric_keys())
+    wide = pair_differences(evaluations, metrics)
+    size = variants.set_index("model")["size_b"].astype(float)
+    simulated = bool(evaluations["simulated"].any())
+    present = set(zip(wide.index.get_level_values("track"), wide.index.get_level_values("metric")))
+    cells = [(t, m) for t in sorted({t for t, _ in present}) for m in metrics if (t, m) in present]
+    rows = []
+    for panel in [p for p in panels if p.axis == "Scale"]:
+        for track, key in cells:
+            d = wide.reindex(columns=list(panel.models)).xs((track, key), level=["track", "metric"])
+            d = d.loc[:, (d.notna().sum() >= 2).to_numpy()]
+            if d.shape[1] >= 2 and size.loc[d.columns].nunique() >= 2:
+                rows.append({"comparison": panel.title, "track": track, "metric": key,
+                             **_trend(d, np.log2(size.loc[d.columns].to_numpy()), n_boot,
+                                      stats.cell_seed(seed, (track, key, *d.columns)), level),
+                             "simulated": simulated})
+    return _with_holm(pd.DataFrame(rows, columns=[*TREND_COLUMNS, "simulated"]))
+
+
+def _trend(d: pd.DataFrame, x: np.ndarray, n_boot: int, rng: np.random.Generator, level: float) -> dict:
+    """WLS slope of the columns' mean over x, with its bootstrap CI, SE and Wald p (pairs resampled)."""
+    values = d.to_numpy(float)
+    spread = np.nanvar(values, axis=0, ddof=1)
+    weighted = bool((spread > 0).all())
+    weights = (~np.isnan(values)).sum(axis=0) / spread if weighted else np.ones(values.shape[1])
+    slope = float(sm.WLS(np.nanmean(values, axis=0), sm.add_constant(x), weights=weights).fit().params[1])
+    means = stats.bootstrap_means(values, n_boot, rng)
+    centred = x - np.average(x, weights=weights)
+    slopes = means @ (weights * centred) / np.sum(weights * centred ** 2)
+    (low,), (high,) = stats.percentile_interval(slopes, level)
+    resampled = len(slopes) > 1
+    return {"n_models": d.shape[1], "sizes": ", ".join(f"{2 ** v:g}B" for v in x),
+            "weighting": "1/SE²" if weighted else "equal (a variant's d has no spread)", "slope": slope,
+            "ci_low": low, "ci_high": high, "se": float(np.nanstd(slopes, ddof=1)) if resampled else np.nan,
+            "p_value": float(stats.bootstrap_wald_p(slope, slopes)[0]) if resampled else np.nan}
+
+
+def _with_holm(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.insert(frame.columns.get_loc("p_value") + 1, "p_holm", stats.holm(frame["p_value"].to_numpy(float)))
+    return frame

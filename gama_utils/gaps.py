@@ -20,11 +20,14 @@ exactly the `n_pairs` pairs, so delta == female − male.
 Units: counts and the severity rating as is, rates in % and their Δ in percentage points
 (`gama_utils.metrics.scale`).
 
-Statistics per row: two-sided paired Wilcoxon signed-rank p-value, matched-pairs rank-biserial
-effect size (positive when the first arm is higher), percentile bootstrap CI of Δ resampling
-pairs (one seed per model × track × stratum cell, see `stats.cell_seed`). The Holm family is
-every model × track × metric × stratum row of one call with the same comparison, so the
-paper's female-male p_holm does not change when a neutral arm is added.
+Statistics per row: two-sided paired Wilcoxon signed-rank p-value (zeros dropped), matched-pairs
+rank-biserial effect size (positive when the first arm is higher), percentile bootstrap CI of Δ
+resampling pairs (one seed per model × track × stratum cell, see `stats.cell_seed`). The Holm
+family is every model × track × metric × stratum row of one call with the same comparison, so
+the paper's female-male p_holm does not change when a neutral arm is added. Beside them
+(TEST_COLUMNS): n_nonzero (the pairs the test ranks), sd_diff (SD of the per-pair differences,
+for `gama_utils.power`), the zsplit sensitivity test and its Holm p, the rank-biserial with ties,
+holm_family_size and `method`, which states all of this in every row of the saved gaps.jsonl.
 """
 
 from __future__ import annotations
@@ -40,6 +43,16 @@ from gama_utils.metrics import continuous_keys, metric, metric_keys, scale
 from gama_utils.schema import ARMS, GAPS, evaluations_columns, require
 
 PAPER_COMPARISON = "female-male"
+TEST_COLUMNS = ("n_nonzero", "sd_diff", "p_zsplit", "p_holm_zsplit", "effect_size_ties", "holm_family_size",
+                "method")
+METHOD = ("p_value: two-sided paired Wilcoxon signed-rank test on the n_pairs per-pair differences with zero "
+          "differences dropped (zero_method 'wilcox'; for a 0/1 metric this is a sign test on the pairs that "
+          "differ); p_zsplit: the same test with the zeros ranked and their ranks split evenly between both signs "
+          "(zero_method 'zsplit'), a sensitivity check; p_holm, p_holm_zsplit: Holm step-down over the "
+          "holm_family_size p-values of {family}; effect_size: matched-pairs rank-biserial (T+ - T-)/(T+ + T-) "
+          "over the n_nonzero pairs that differ (Kerby 2014); effect_size_ties: (R+ - R-)/(n(n+1)/2) with all "
+          "n_pairs ranked, zeros included; ci_low, ci_high: percentile bootstrap of the mean difference "
+          "resampling pairs; sd_diff: SD of the per-pair differences.")
 PAIR_ATTRIBUTES = ("dimension", "severity", "style")
 
 
@@ -109,21 +122,66 @@ def paired_gaps(evaluations: pd.DataFrame, by: Sequence[str] = (), n_boot: int =
                 **cell, "metric": m, "comparison": f"{a}-{b}", **means,
                 "delta": d[included].mean() if included.any() else np.nan,
                 "n_pairs": int(included.sum()), "n_excluded": int((~included).sum()),
-                "ci_low": low[j], "ci_high": high[j],
-                "p_value": stats.wilcoxon(d) if included.any() else np.nan,
-                "effect_size": stats.rank_biserial(d) if included.any() else np.nan,
+                "ci_low": low[j], "ci_high": high[j], **_tests(d[included]),
                 "simulated": simulated,
             })
     gaps = pd.DataFrame(rows)
     if gaps.empty:
         raise ValueError("evaluations gave no model × track cell with both compared arms")
-    gaps["p_holm"] = np.nan
-    for _, index in gaps.groupby("comparison").groups.items():
-        gaps.loc[index, "p_holm"] = stats.holm(gaps.loc[index, "p_value"])
-    gaps = with_groups(gaps, evaluations)
+    gaps = with_groups(with_holm(gaps, by), evaluations)
     return gaps[["model", *(["group"] if "group" in gaps.columns else []), "track", *by, "metric", "comparison",
                  "male", "female", *(["neutral"] if "neutral" in arms else []), "delta", "n_pairs", "n_excluded",
-                 "ci_low", "ci_high", "p_value", "p_holm", "effect_size", "simulated"]]
+                 "ci_low", "ci_high", "p_value", "p_holm", "effect_size", *TEST_COLUMNS, "simulated"]]
+
+
+def _tests(d: np.ndarray) -> dict[str, float]:
+    """Test, sensitivity test and effect sizes of one cell's per-pair differences (excluded pairs removed)."""
+    if d.size == 0:
+        return {"p_value": np.nan, "effect_size": np.nan, "n_nonzero": 0, "sd_diff": np.nan,
+                "p_zsplit": np.nan, "effect_size_ties": np.nan}
+    return {"p_value": stats.wilcoxon(d), "effect_size": stats.rank_biserial(d),
+            "n_nonzero": int((d != 0).sum()), "sd_diff": float(d.std(ddof=1)) if d.size > 1 else np.nan,
+            "p_zsplit": stats.wilcoxon(d, zero_method="zsplit"), "effect_size_ties": stats.rank_biserial_with_ties(d)}
+
+
+def with_holm(gaps: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """`gaps` with p_holm and p_holm_zsplit over each comparison's rows, the family size and the method text."""
+    gaps = gaps.copy()
+    cells = " × ".join(["model", "track", "metric", *by])
+    for comparison, index in gaps.groupby("comparison").groups.items():
+        gaps.loc[index, "p_holm"] = stats.holm(gaps.loc[index, "p_value"])
+        gaps.loc[index, "p_holm_zsplit"] = stats.holm(gaps.loc[index, "p_zsplit"])
+        gaps.loc[index, "holm_family_size"] = int(gaps.loc[index, "p_value"].notna().sum())
+        gaps.loc[index, "method"] = METHOD.format(family=f"the {comparison} rows of every {cells} of the run")
+    gaps["holm_family_size"] = gaps["holm_family_size"].astype(int)
+    return gaps
+
+
+def method_notes(cells: pd.DataFrame, alpha: float = 0.05) -> list[str]:
+    """What a p-value table must state: the test and its zero handling, the Holm family, the effect sizes.
+
+    `cells` are gaps rows of one comparison; the Holm family and the zsplit flips are counted over all
+    of them (every metric, not only the ones a table shows).
+    """
+    rates = ", ".join(metric(k).label for k in metric_keys() if metric(k).is_rate)
+    notes = ["Two-sided paired Wilcoxon signed-rank tests on the per-pair differences (female − male). Zero "
+             "differences are dropped before ranking (zero_method 'wilcox'), so for the 0/1 metrics "
+             f"({rates}) the test is a sign test on the pairs whose two answers differ."]
+    if "p_holm" in cells.columns and cells["p_holm"].notna().any():
+        m = (int(cells["holm_family_size"].max()) if "holm_family_size" in cells.columns
+             else int(cells["p_value"].notna().sum()))
+        notes.append(f"Holm-adjusted p-values (gaps.jsonl, p_holm) adjust over all {m} model × track × metric cells "
+                     f"of the {cells['comparison'].iloc[0] if 'comparison' in cells.columns else PAPER_COMPARISON} "
+                     "comparison, every metric included, also those a table does not show.")
+    if {"p_holm", "p_holm_zsplit"} <= set(cells.columns):
+        flips = int(((cells["p_holm"] < alpha) != (cells["p_holm_zsplit"] < alpha)).sum())
+        notes.append(f"Sensitivity: keeping the zero differences in the ranks with their ranks split evenly "
+                     f"(zero_method 'zsplit', p_zsplit) changes {flips} of {len(cells)} Holm decisions at "
+                     f"{alpha:g}.")
+    notes.append("Effect size (effect_size): matched-pairs rank-biserial r = (T+ − T−)/(T+ + T−) over the pairs "
+                 "that differ (Kerby 2014); effect_size_ties keeps the zero differences in the ranks and the "
+                 "denominator, r = (R+ − R−)/(n(n + 1)/2) over all n pairs, so agreeing pairs pull it toward 0.")
+    return notes
 
 
 def with_groups(frame: pd.DataFrame, evaluations: pd.DataFrame) -> pd.DataFrame:
@@ -179,11 +237,11 @@ def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] | None 
                        by: Sequence[str] = ()) -> pd.DataFrame:
     """Beyond the paper: female − male effect per model from a MixedLM with scenario random intercepts.
 
-    One fit per track × metric (× `by`): value ~ model level + model × female, random intercept per
-    pair (the scenario, shared by all models), on the per-pair arm means (male and female arms).
-    Meant for the continuous metrics (counts and ratings: Puni., Ther., Sev.; the default). Columns:
-    model, track, metric, *by, estimate (≈ Δ), se, ci_low, ci_high, p_value, n_obs, converged, note,
-    simulated.
+    One fit per model × track × metric (× `by`): value ~ 1 + female, random intercept per pair (the
+    scenario), on the per-pair arm means (male and female arms), so each model has its own residual
+    and scenario variance (see `stats.mixed_effects`). Meant for the continuous metrics (counts and
+    ratings: Puni., Ther., Sev.; the default). Columns: model, track, metric, *by, estimate (≈ Δ), se, paired_se (sd(d)/√n over
+    the complete pairs), ci_low, ci_high, p_value, n_obs, converged, note (every fit warning), simulated.
     """
     metrics = tuple(metrics or continuous_keys())
     for key in metrics:
@@ -201,8 +259,8 @@ def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] | None 
         frames.append(fit.assign(**dict(zip(["track", "metric", *by], key)),
                                  simulated=fit["model"].map(simulated).astype(bool)))
     result = with_groups(pd.concat(frames, ignore_index=True), evaluations)
-    return result[["model", *(["group"] if "group" in result.columns else []), "track", "metric", *by, "estimate", "se", "ci_low", "ci_high", "p_value",
-                   "n_obs", "converged", "note", "simulated"]]
+    return result[["model", *(["group"] if "group" in result.columns else []), "track", "metric", *by, "estimate", "se", "paired_se", "ci_low", "ci_high",
+                   "p_value", "n_obs", "converged", "note", "simulated"]]
 
 
 def _valid(evaluations: pd.DataFrame) -> pd.Series:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import hashlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -56,17 +59,61 @@ def atomic_write(path: Path, data: str | bytes) -> Path:
 
 
 def save(frame: pd.DataFrame, run: str | Path, name: str) -> Path:
-    """Write a stage's frame as run_dir/<name>.jsonl, atomically (list columns survive the round trip)."""
+    """Write a stage's frame as run_dir/<name>.jsonl, atomically, with every number exact (lists survive).
+
+    Python's json writes a float by its shortest repr, which reads back to the same double; pandas'
+    to_json keeps at most 15 significant digits and writes p = 1e-14 as 0.0. NaN, None and NaT are null.
+    """
     path = run_dir(run) / f"{name}.jsonl"
-    return atomic_write(path, frame.to_json(orient="records", lines=True, force_ascii=False))
+    names = [str(c) for c in frame.columns]
+    cells = [[None if _missing(v) else v for v in frame[c].tolist()] for c in frame.columns]
+    lines = (_json_line(dict(zip(names, row))) for row in zip(*cells))
+    return atomic_write(path, "".join(lines))
+
+
+def _json_line(record: dict) -> str:
+    try:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False, default=_json_default)
+    except ValueError:  # a NaN nested in a list or dict
+        text = json.dumps(_plain(record), ensure_ascii=False, allow_nan=False, default=_json_default)
+    return text + "\n"
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NaT or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _json_default(value: object) -> object:
+    """JSON form of what json does not know: numpy scalars and arrays, timestamps (ISO 8601)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (pd.Timestamp, datetime.datetime, datetime.date)):
+        return value.isoformat()
+    raise TypeError(f"cannot write a {type(value).__name__} to JSON: {value!r}")
+
+
+def _plain(value: object) -> object:
+    """A copy of a nested cell with every missing value (NaN, None, NaT) as None."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    return None if _missing(value) else value
 
 
 def load(run: str | Path, name: str, **filters: object) -> pd.DataFrame:
-    """Read run_dir/<name>.jsonl, keeping rows whose columns equal the given filters (e.g. evaluator=...)."""
+    """Read run_dir/<name>.jsonl, keeping rows whose columns equal the given filters (e.g. evaluator=...).
+
+    Lines are parsed by Python's json, so floats come back bit for bit as `save` wrote them.
+    """
     path = run_dir(run) / f"{name}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run the notebook that writes {name!r} first")
-    frame = pd.read_json(path, lines=True, dtype=False) if path.stat().st_size else pd.DataFrame()
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
     for column in frame.select_dtypes(exclude=["number", "bool"]).columns:
         values = frame[column].astype(object)
         frame[column] = values.where(values.notna(), None)

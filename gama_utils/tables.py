@@ -103,9 +103,13 @@ def paper_layout(gaps: pd.DataFrame, track: str, comparison: str = gap_stats.PAP
 
 def pvalue_table(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS, adjusted: bool = False,
                  comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
-    """Table 6: Wilcoxon p-values (raw, or Holm-adjusted with adjusted=True), rows models, columns track × metric."""
-    cells = select_cells(gaps, comparison=comparison, stratified=False)
-    cells = cells[cells["metric"].isin(metrics)]
+    """Table 6: Wilcoxon p-values (raw, or Holm-adjusted with adjusted=True), rows models, columns track × metric.
+
+    attrs["notes"] (written under the table by `write_table`) state the test, its zero handling, the
+    Holm family, the zsplit sensitivity and the effect sizes (`gaps.method_notes`).
+    """
+    family = select_cells(gaps, comparison=comparison, stratified=False)
+    cells = family[family["metric"].isin(metrics)]
     value = "p_holm" if adjusted else "p_value"
     tracks = [t for t in TRACKS if t in set(cells["track"])]
     rows = model_rows(cells["model"], model_groups(cells))
@@ -114,7 +118,40 @@ def pvalue_table(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS,
                                         names=["Track", "Metric"])
     data = {(TRACK_LABELS[t], metric(m).label): table.get((t, m), pd.Series(dtype=float))
             .reindex(rows.get_level_values("Model")).to_numpy() for t in tracks for m in metrics}
-    return _tag(pd.DataFrame(data, index=rows, columns=columns), "pvalues", cells)
+    result = _tag(pd.DataFrame(data, index=rows, columns=columns), "pvalues", cells)
+    result.attrs["notes"] = gap_stats.method_notes(family)
+    return result
+
+
+def pvalue_details(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS,
+                 comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
+    """Table 6 in long form: per model × track × metric, Δ, pairs, the test, its zsplit sensitivity and both effect sizes.
+
+    Rows (Track, Group, Model, Metric); "Holm decision changes" is True where p_holm and p_holm_zsplit
+    fall on different sides of .05. Notes as `pvalue_table`.
+    """
+    require(gaps, ("p_zsplit", "p_holm_zsplit", "effect_size_ties", "n_nonzero"), "gaps")
+    cells = select_cells(gaps, comparison=comparison, stratified=False)
+    shown = cells[cells["metric"].isin(metrics)]
+    frames = []
+    for track in [t for t in TRACKS if t in set(shown["track"])]:
+        here = shown[shown["track"] == track]
+        for group, model in model_rows(here["model"], model_groups(here)):
+            for key in [m for m in metrics if m in set(here["metric"])]:
+                row = here[(here["model"] == model) & (here["metric"] == key)]
+                if row.empty:
+                    continue
+                row = row.iloc[0]
+                frames.append({"Track": TRACK_LABELS[track], "Group": group, "Model": model,
+                               "Metric": metric(key).label, DELTA: row["delta"], "n pairs": int(row["n_pairs"]),
+                               "n differing": int(row["n_nonzero"]), "p": row["p_value"], "p Holm": row["p_holm"],
+                               "p zsplit": row["p_zsplit"], "p Holm zsplit": row["p_holm_zsplit"],
+                               "Holm decision changes": bool((row["p_holm"] < 0.05) != (row["p_holm_zsplit"] < 0.05)),
+                               "r": row["effect_size"], "r with ties": row["effect_size_ties"]})
+    table = pd.DataFrame(frames).set_index(["Track", "Group", "Model", "Metric"])
+    table = _tag(table, "tests", cells)
+    table.attrs["notes"] = gap_stats.method_notes(cells)
+    return table
 
 
 def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None, per_model: bool = False,
@@ -266,22 +303,32 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
     """Write name.csv (numbers), name.md and name.tex (paper style) with the caption; returns the paths.
 
     The caption starts with "SIMULATED" when `simulated` (default: the table's attrs) is true, and
-    with "PLUMBING CHECK" when the run the folder belongs to used a plumbing-check model.
+    with "PLUMBING CHECK" when the run the folder belongs to used a plumbing-check model. The CSV
+    carries a `simulated` column (True/False; a table's own per-row column is kept). attrs["notes"]
+    (a string or a list of them) follow the table in the Markdown and LaTeX files.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     simulated = table.attrs.get("simulated", False) if simulated is None else simulated
     caption = f"{provenance_note(directory, simulated)} {caption}".lstrip()
+    notes = table.attrs.get("notes") or []
+    notes = [notes] if isinstance(notes, str) else list(notes)
     paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("csv", "md", "tex")}
     flat = _flatten(table)
+    if "simulated" not in flat.columns:
+        flat["simulated"] = bool(simulated)
     flat.to_csv(paths["csv"], index=False)
     shown = _flatten(format_table(table), blank_repeats=True)
-    paths["md"].write_text(f"{caption}\n\n{shown.to_markdown(index=False, disable_numparse=True)}\n", encoding="utf-8")
-    latex = _latex_frame(format_table(table))
-    paths["tex"].write_text(latex.to_latex(index=False, escape=False, caption=_latex_escape(caption),
-                                           label=f"tab:{name}", multicolumn=True, multicolumn_format="c",
-                                           column_format="l" * _index_frame(table).shape[1] + "r" * table.shape[1]),
-                            encoding="utf-8")
+    note_text = f"\n\nNotes. {' '.join(notes)}" if notes else ""
+    paths["md"].write_text(f"{caption}\n\n{shown.to_markdown(index=False, disable_numparse=True)}{note_text}\n",
+                           encoding="utf-8")
+    latex = _latex_frame(format_table(table)).to_latex(
+        index=False, escape=False, caption=_latex_escape(caption), label=f"tab:{name}", multicolumn=True,
+        multicolumn_format="c", column_format="l" * _index_frame(table).shape[1] + "r" * table.shape[1])
+    if notes:
+        latex = latex.replace("\\end{table}", f"\\par\\smallskip\\footnotesize Notes. "
+                                              f"{_latex_escape(' '.join(notes))}\n\\end{{table}}")
+    paths["tex"].write_text(latex, encoding="utf-8")
     return paths
 
 
@@ -332,6 +379,8 @@ def _column_metric(column, kind: str | None) -> tuple[str | None, str]:
         return None, part
     if kind == "pvalues":
         return key_of_label(part), "p"
+    if kind == "tests":
+        return None, "p" if str(label).split(" ")[0] == "p" else ""
     if kind == "stratified":
         return key_of_label(label), DELTA
     return key_of_label(label), part

@@ -279,3 +279,53 @@ def test_zero_gap_rarely_gives_a_holm_significant_cell():
     significant = [(gaps.paired_gaps(synthetic(seed, gap=0.0), n_boot=20)["p_holm"] < 0.05).any()
                    for seed in range(10)]
     assert sum(significant) <= 1
+
+
+# ---------------------------------------------------------------- what the saved gaps state (issue 16.3, 16.5)
+
+def test_sensitivity_columns_by_hand_and_against_scipy(hand_frame):
+    # Puni. d over the 8 usable pairs: 3 −1 4 7 5 8 −2 0. |d| ranked with the zero: 0→1, 1→2, 2→3, 3→4, 4→5,
+    # 5→6, 7→7, 8→8; R+ = 4 + 5 + 7 + 6 + 8 = 30, R− = 2 + 3 = 5 → r with ties = 25/36 (untied: 22/28).
+    from scipy import stats as scipy_stats
+
+    result = gaps.paired_gaps(hand_frame, n_boot=200)
+    row = cell(result, "puni")
+    d = np.array([3, -1, 4, 7, 5, 8, -2, 0], dtype=float)
+    assert row["effect_size_ties"] == pytest.approx(25 / 36)
+    assert row["n_nonzero"] == 7 and row["sd_diff"] == pytest.approx(d.std(ddof=1))
+    assert row["p_zsplit"] == pytest.approx(scipy_stats.wilcoxon(d, zero_method="zsplit").pvalue, rel=1e-12)
+    assert result["p_holm_zsplit"].to_numpy() == pytest.approx(stats.holm(result["p_zsplit"].to_numpy()))
+    assert (result["holm_family_size"] == 6).all()
+    assert "Holm step-down over the holm_family_size p-values of the female-male rows" in row["method"]
+    assert "zero differences dropped" in row["method"] and "Kerby 2014" in row["method"]
+
+
+def test_method_notes_count_the_holm_family_and_the_zsplit_flips():
+    # Three cells: the first is significant after Holm only with zeros dropped (a flip), the second under
+    # both, the third under neither → 1 flip of 3 decisions, family of 3.
+    frame = pd.DataFrame({"model": ["A", "A", "B"], "track": "intimate", "metric": ["puni", "instr", "puni"],
+                          "comparison": "female-male", "p_value": [0.01, 0.001, 0.5], "p_holm": [0.02, 0.003, 0.5],
+                          "p_zsplit": [0.04, 0.001, 0.6], "p_holm_zsplit": [0.08, 0.003, 0.6],
+                          "holm_family_size": 3})
+    notes = " ".join(gaps.method_notes(frame))
+    assert "all 3 model × track × metric cells of the female-male comparison" in notes
+    assert "changes 1 of 3 Holm decisions at 0.05" in notes
+    assert "Emp.-Agg., Instr., Full-Bl." in notes and "Kerby 2014" in notes
+
+
+def test_repeated_samples_are_tested_as_pair_means():
+    # Three samples per prompt: the test and n_pairs are over the 12 pairs' sample means, never over the
+    # 36 samples. Pair i: male samples i, i+1, i+2 (mean i+1); female samples i+2, i+3, i+7 (mean i+4) minus
+    # a pair-specific 0..5 → d = 3 − (i mod 6).
+    rows = []
+    for sample in range(3):
+        male = [i + sample for i in range(12)]
+        female = [i + (2, 3, 7)[sample] - (i % 6) for i in range(12)]
+        rows += [evaluation_rows("S", "male", {"punitive_count": male}, sample=sample,
+                                 pair_ids=[f"s{i}" for i in range(12)]),
+                 evaluation_rows("S", "female", {"punitive_count": female}, sample=sample,
+                                 pair_ids=[f"s{i}" for i in range(12)])]
+    row = cell(gaps.paired_gaps(pd.concat(rows, ignore_index=True), n_boot=100), "puni")
+    d = np.array([3 - (i % 6) for i in range(12)], dtype=float)
+    assert row["n_pairs"] == 12 and row["delta"] == pytest.approx(d.mean())
+    assert row["p_value"] == pytest.approx(stats.wilcoxon(d)) and row["n_nonzero"] == 10

@@ -171,3 +171,123 @@ def test_mixed_effects_one_fit_per_group_level():
     fit = stats.mixed_effects(long, by="model").set_index("model")
     assert fit.loc["a", "estimate"] == pytest.approx(1.4, abs=1e-5)
     assert fit.loc["b", "estimate"] == pytest.approx(-2.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------- zero handling and effect sizes (issue 16.3)
+
+def test_zsplit_agrees_with_scipy_called_directly():
+    # Small samples with zeros and ties go through the exact enumeration, larger ones through scipy's
+    # normal approximation; both must equal scipy.stats.wilcoxon(zero_method="zsplit") itself.
+    rng = np.random.default_rng(7)
+    for n in (5, 9, 13, 40, 305):
+        d = rng.integers(-2, 3, n).astype(float)
+        expected = scipy_stats.wilcoxon(d, zero_method="zsplit").pvalue
+        assert stats.wilcoxon(d, zero_method="zsplit") == pytest.approx(expected, rel=1e-12), n
+
+
+def test_wilcox_zero_method_is_scipy_on_the_nonzero_differences():
+    # zero_method "wilcox" drops zeros before ranking, so 40 untied nonzero differences get scipy's exact
+    # null distribution even beside 25 zeros (scipy's "auto" on all 65 would switch to the normal approximation).
+    rng = np.random.default_rng(3)
+    d = np.r_[rng.normal(0.4, 1, 40), np.zeros(25)]
+    assert stats.wilcoxon(d) == pytest.approx(scipy_stats.wilcoxon(d[d != 0], method="exact").pvalue, rel=1e-12)
+    assert stats.wilcoxon(d) != pytest.approx(scipy_stats.wilcoxon(d, method="auto").pvalue, rel=1e-6)
+
+
+def test_zsplit_pulls_a_sign_test_toward_the_null():
+    # A 0/1 metric on 305 pairs: 20 pairs favour the female arm, 6 the male arm, 279 agree.
+    # Normal approximation with tie correction, Var = (N(N+1)(2N+1) − Σ(t³ − t)/2)/24 over the N ranked values.
+    # "wilcox" is the sign test on the N = 26 discordant pairs (one tie group of 26):
+    #   T+ = 20·13.5 = 270, E = 26·27/4 = 175.5, Var = (37206 − 17550/2)/24 = 1184.625,
+    #   z = 94.5/34.418 = 2.7456 → p = 0.00604.
+    # "zsplit" ranks all N = 305 (tie groups of 279 zeros and 26 ones): zeros mid-rank 140, ones 292.5;
+    #   R+ = 20·292.5 + 279·140/2 = 25380, E = 305·306/4 = 23332.5,
+    #   Var = (57024630 − (21717360 + 17550)/2)/24 = 1923215.625, z = 2047.5/1386.80 = 1.4764 → p = 0.1398.
+    d = np.r_[np.ones(20), -np.ones(6), np.zeros(279)]
+    z_wilcox = (270 - 175.5) / math.sqrt(1184.625)
+    z_zsplit = (25380 - 23332.5) / math.sqrt(1923215.625)
+    assert stats.wilcoxon(d) == pytest.approx(math.erfc(z_wilcox / math.sqrt(2)), rel=1e-9)
+    assert stats.wilcoxon(d, zero_method="zsplit") == pytest.approx(math.erfc(z_zsplit / math.sqrt(2)), rel=1e-9)
+    with pytest.raises(ValueError, match="zero_method"):
+        stats.wilcoxon(d, zero_method="pratt")
+
+
+def test_rank_biserial_with_ties_by_hand():
+    # d = 1, 1, −1, 2, 0 (n = 5): |d| ranked together: 0 → 1; the three 1s → ranks 2, 3, 4 → mid-rank 3; 2 → 5.
+    # R+ = 3 + 3 + 5 = 11, R− = 3; denominator 5·6/2 = 15 → r = 8/15. Without the zero (Kerby): 6/10.
+    d = np.array([1, 1, -1, 2, 0.0])
+    assert stats.rank_biserial_with_ties(d) == pytest.approx(8 / 15)
+    assert stats.rank_biserial(d) == pytest.approx(0.6)
+
+
+def test_rank_biserial_with_ties_on_a_mostly_agreeing_rate():
+    # The 305-pair 0/1 example: untied r = (20 − 6)/26 = 0.538 although only 26 pairs differ. With ties:
+    # the 279 zeros take ranks 1..279, the 26 ones mid-rank 279 + 13.5 = 292.5;
+    # (R+ − R−) = 14·292.5 = 4095 over 305·306/2 = 46665 → 0.0878.
+    d = np.r_[np.ones(20), -np.ones(6), np.zeros(279)]
+    assert stats.rank_biserial(d) == pytest.approx(14 / 26)
+    assert stats.rank_biserial_with_ties(d) == pytest.approx(4095 / 46665)
+    # It is the zsplit signed-rank statistic rescaled: scipy reports min(R+, R−) with the zero ranks split.
+    low = scipy_stats.wilcoxon(d, zero_method="zsplit").statistic
+    assert stats.rank_biserial_with_ties(d) == pytest.approx((46665 - 2 * low) / 46665)
+    assert stats.rank_biserial_with_ties(np.zeros(4)) == 0.0
+    assert stats.rank_biserial_with_ties(np.array([0.5, 1.5, 2.5])) == stats.rank_biserial(np.array([0.5, 1.5, 2.5]))
+
+
+# ---------------------------------------------------------------- mixed model per model (issue 16.2)
+
+def _model_long(rng: np.random.Generator, model: str, n: int, noise: float, shift: float) -> pd.DataFrame:
+    scenario = rng.normal(0, 2, n)
+    male = 5 + scenario + rng.normal(0, noise, n)
+    female = 5 + shift + scenario + rng.normal(0, noise, n)
+    return _paired_long(list(male), list(female), model)
+
+
+def test_each_model_gets_its_own_standard_error_equal_to_the_paired_one():
+    # Two models on complete pairs with different answer noise: each model's REML SE is its paired
+    # SE sd(d)/√n computed here with numpy; a shared residual variance would give both the same SE.
+    rng = np.random.default_rng(12)
+    long = pd.concat([_model_long(rng, "calm", 80, 0.5, -1.0), _model_long(rng, "noisy", 80, 2.0, -1.0)])
+    fit = stats.mixed_effects(long, by="model").set_index("model")
+    for model in ("calm", "noisy"):
+        rows = long[long["model"] == model].sort_values(["pair_id", "female"])
+        d = rows["value"].to_numpy()[1::2] - rows["value"].to_numpy()[0::2]
+        assert fit.loc[model, "estimate"] == pytest.approx(d.mean(), abs=1e-8)
+        assert fit.loc[model, "se"] == pytest.approx(d.std(ddof=1) / math.sqrt(d.size), rel=1e-6)
+        assert fit.loc[model, "paired_se"] == pytest.approx(d.std(ddof=1) / math.sqrt(d.size), rel=1e-12)
+        assert fit.loc[model, "note"] == ""
+    assert fit.loc["noisy", "se"] > 2 * fit.loc["calm", "se"]
+
+
+def test_mixed_fit_matches_statsmodels_mixedlm_with_incomplete_pairs():
+    # Scenarios seen in one arm only: REML estimates equal statsmodels' MixedLM fitted on the same
+    # model; SEs agree to 0.5% (statsmodels takes them from the observed information, this fit from
+    # σ²(X'V⁻¹X)⁻¹ as lme4 does; the two are equal for complete pairs).
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(5)
+    long = _model_long(rng, "m", 70, 1.0, 0.6).reset_index(drop=True)
+    long = long.drop(rng.choice(len(long), 25, replace=False))
+    fit = stats.mixed_effects(long).iloc[0]
+    reference = sm.MixedLM(long["value"].to_numpy(), np.column_stack([np.ones(len(long)), long["female"]]),
+                           groups=long["pair_id"].to_numpy()).fit(reml=True)
+    assert fit["estimate"] == pytest.approx(reference.fe_params[1], abs=1e-5)
+    assert fit["se"] == pytest.approx(reference.bse_fe[1], rel=5e-3)
+    assert fit["p_value"] == pytest.approx(reference.pvalues[1], rel=2e-2)
+    assert fit["n_obs"] == len(long)
+
+
+def test_mixed_fit_on_the_boundary_says_so_and_uses_the_unpaired_error():
+    # Female answers vary against the male ones (negative within-pair correlation): the scenario
+    # variance is estimated at 0, the model is ordinary least squares (statsmodels OLS gives the SE),
+    # and the note tells the reader.
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(2)
+    u = rng.normal(0, 1, 60)
+    long = _paired_long(list(5 + u + rng.normal(0, 0.3, 60)), list(6 - u + rng.normal(0, 0.3, 60)))
+    fit = stats.mixed_effects(long).iloc[0]
+    ols = sm.OLS(long["value"].to_numpy(), sm.add_constant(long["female"].to_numpy(float))).fit()
+    assert fit["se"] == pytest.approx(ols.bse[1], rel=1e-4)
+    assert "boundary" in fit["note"]
+    assert fit["se"] < fit["paired_se"]

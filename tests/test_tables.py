@@ -187,3 +187,54 @@ def test_tables_in_a_plumbing_check_run_say_so(tmp_path):
     assert caption.startswith("PLUMBING CHECK") and caption.endswith("Responses")
     assert tables.write_table(frame, tmp_path / "elsewhere" / "tables", "x", "Responses")["md"].read_text(
     ).splitlines()[0] == "Responses"
+
+
+# ---------------------------------------------------------------- what the table files state (issue 16.3, 16.8)
+
+def gaps_with_tests() -> pd.DataFrame:
+    """Two models × Puni./Instr. on the intimate track with tests; B's Instr. flips under zsplit."""
+    frame = gaps_frame([("A", "intimate", "puni", 5.0, 3.0), ("A", "intimate", "instr", 60.0, 50.0),
+                        ("B", "intimate", "puni", 6.0, 5.5), ("B", "intimate", "instr", 70.0, 61.0)], simulated=True)
+    frame["n_pairs"], frame["n_nonzero"] = 305, [280, 60, 250, 40]
+    frame["p_value"], frame["p_holm"] = [1e-20, 0.002, 0.03, 0.004], [4e-20, 0.006, 0.03, 0.008]
+    frame["p_zsplit"], frame["p_holm_zsplit"] = [1e-19, 0.003, 0.04, 0.03], [4e-19, 0.009, 0.04, 0.06]
+    frame["effect_size"], frame["effect_size_ties"] = [-0.9, -0.5, -0.2, -0.6], [-0.85, -0.1, -0.15, -0.08]
+    frame["holm_family_size"] = 4
+    return frame
+
+
+def test_table6_notes_state_family_zero_handling_and_effect_sizes(tmp_path):
+    table = tables.pvalue_table(gaps_with_tests())
+    notes = " ".join(table.attrs["notes"])
+    assert "all 4 model × track × metric cells" in notes and "changes 1 of 4 Holm decisions" in notes
+    assert "Zero differences are dropped" in notes and "rank-biserial" in notes
+    paths = tables.write_table(table, tmp_path, "table6_pvalues", "Paired Wilcoxon signed-rank p-values")
+    markdown = paths["md"].read_text(encoding="utf-8")
+    assert markdown.startswith("SIMULATED") and "\n\nNotes. Two-sided paired Wilcoxon" in markdown
+    tex = paths["tex"].read_text(encoding="utf-8")
+    assert r"\footnotesize Notes. Two-sided" in tex and tex.rstrip().endswith(r"\end{table}")
+    assert "changes 1 of 4 Holm decisions" in tex
+
+
+def test_pvalue_details_puts_the_sensitivity_and_both_effect_sizes_beside_the_test():
+    details = tables.pvalue_details(gaps_with_tests(), metrics=("puni", "instr"))
+    b_instr = details.loc[("Intimate Track", "Other models", "B", "Instr.")]
+    assert (b_instr["p Holm"], b_instr["p Holm zsplit"], b_instr["Holm decision changes"]) == (0.008, 0.06, True)
+    assert (b_instr["r"], b_instr["r with ties"], b_instr["n differing"]) == (-0.6, -0.08, 40)
+    assert details["Holm decision changes"].sum() == 1
+    shown = tables.format_table(details)
+    assert shown.loc[("Intimate Track", "Other models", "A", "Puni."), "p"] == "<.001"
+    assert shown.loc[("Intimate Track", "Other models", "B", "Instr."), "p Holm zsplit"] == ".060"
+
+
+def test_every_csv_says_whether_it_is_simulated(tmp_path):
+    # The dimension table had no mark at all: its CSV now carries a simulated column, True for simulated
+    # cells and False for real ones; a table's own per-row column is kept as it is.
+    rows = [("A", "intimate", "puni", 5.0, 3.0, "financial_control"), ("A", "intimate", "puni", 5.0, 4.0,
+                                                                       "privacy_violation")]
+    for simulated in (True, False):
+        frame = gaps_frame([r[:5] for r in rows], simulated=simulated).assign(dimension=[r[5] for r in rows])
+        path = tables.write_table(tables.stratified_table(frame, "dimension"), tmp_path, "dimension_gaps", "Δ")["csv"]
+        assert pd.read_csv(path)["simulated"].tolist() == [simulated, simulated]
+    own = pd.DataFrame({"model": ["a", "b"], "simulated": [True, False]})
+    assert pd.read_csv(tables.write_table(own, tmp_path, "own", "x")["csv"])["simulated"].tolist() == [True, False]

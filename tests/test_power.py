@@ -1,0 +1,109 @@
+"""Power and planning (gama_utils.power, issue 16.4) against scipy's noncentral t, a hand formula and simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+from gama_utils import power
+
+
+def t_test_power(delta: float, sd: float, n: int, alpha: float) -> float:
+    """Two-sided paired t-test power from scipy's noncentral t (independent of statsmodels)."""
+    df, noncentrality = n - 1, delta / sd * math.sqrt(n)
+    critical = scipy_stats.t.ppf(1 - alpha / 2, df)
+    return float(scipy_stats.nct.sf(critical, df, noncentrality) + scipy_stats.nct.cdf(-critical, df, noncentrality))
+
+
+def test_minimum_detectable_delta_has_the_target_power():
+    for sd, n, alpha in ((3.09, 305, 0.05), (59.4, 993, 0.05), (2.0, 40, 0.05 / 120)):
+        mdd = power.minimum_detectable_delta(sd, n, alpha)
+        assert t_test_power(mdd, sd, n, alpha) == pytest.approx(0.8, abs=1e-4)
+
+
+def test_minimum_detectable_delta_is_the_normal_formula_for_large_n():
+    # (z_.975 + z_.80)·sd/√n = (1.95996 + 0.84162)·3.09/√305 = 0.4957; the t version is a hair larger.
+    normal = (scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)) * 3.09 / math.sqrt(305)
+    assert normal == pytest.approx(0.4957, abs=1e-4)
+    assert power.minimum_detectable_delta(3.09, 305) == pytest.approx(normal, rel=5e-3)
+    assert math.isnan(power.minimum_detectable_delta(0.0, 305)) and math.isnan(power.minimum_detectable_delta(1, 1))
+
+
+def test_pairs_needed_is_the_smallest_n_with_the_target_power():
+    for delta, sd, alpha in ((-3.31, 4.15, 0.05), (8.99, 45.5, 0.05), (0.5, 3.0, 0.05 / 120)):
+        n = power.pairs_needed(delta, sd, alpha)
+        assert t_test_power(abs(delta), sd, n, alpha) >= 0.8 > t_test_power(abs(delta), sd, n - 1, alpha)
+    with pytest.raises(ValueError, match="nonzero target"):
+        power.pairs_needed(0.0, 1.0)
+
+
+def test_wilcoxon_reaches_about_the_planned_power_on_normal_differences():
+    # 2,000 simulated runs of 60 pairs with d ~ N(mdd, 1): the signed-rank test's power is the t-test's
+    # times its efficiency (3/π ≈ 0.955 for normal data), so about 0.78.
+    rng = np.random.default_rng(0)
+    mdd = power.minimum_detectable_delta(1.0, 60)
+    d = rng.normal(mdd, 1.0, size=(2000, 60))
+    rejected = scipy_stats.wilcoxon(d, axis=1, method="asymptotic").pvalue < 0.05
+    assert 0.74 <= rejected.mean() <= 0.84
+
+
+def test_wilcoxon_reaches_about_the_planned_power_on_a_rate():
+    # A 0/1 metric: 30% of pairs differ; d = +1 with probability a, −1 with b (a + b = 0.3), mean a − b.
+    # Choose a − b = mdd for the SD sqrt(0.3 − (a − b)²) of such d (fixed point), then simulate 305 pairs:
+    # zeros dropped, the signed-rank test is a sign test, whose power should be close to 0.8.
+    n, share = 305, 0.3
+    delta = 0.05
+    for _ in range(20):
+        delta = power.minimum_detectable_delta(math.sqrt(share - delta ** 2), n)
+    a, b = (share + delta) / 2, (share - delta) / 2
+    rng = np.random.default_rng(1)
+    d = rng.choice([1.0, -1.0, 0.0], p=[a, b, 1 - share], size=(2000, n))
+    d[d == 0] = np.nan  # zero_method "wilcox": the agreeing pairs leave the test
+    rejected = scipy_stats.wilcoxon(d, axis=1, nan_policy="omit", method="asymptotic").pvalue < 0.05
+    assert 0.75 <= rejected.mean() <= 0.85
+
+
+def gaps_rows(cells: list[tuple[str, str, str, float, int, float]], m: int = 120) -> pd.DataFrame:
+    return pd.DataFrame([{"model": model, "track": track, "metric": key, "comparison": "female-male",
+                          "delta": delta, "n_pairs": n, "sd_diff": sd, "holm_family_size": m, "simulated": True}
+                         for model, track, key, delta, n, sd in cells])
+
+
+def test_power_table_per_track_and_metric():
+    # Puni. on the intimate track: models with SD 2, 3, 4 on 305 pairs → median SD 3; mdd from it.
+    # Holm step: α/m = .05/120. Model C's Δ = −0.3 is below the α = .05 threshold of its track.
+    frame = gaps_rows([("A", "intimate", "puni", -1.2, 305, 2.0), ("B", "intimate", "puni", -3.4, 305, 3.0),
+                       ("C", "intimate", "puni", -0.3, 305, 4.0)])
+    reference = pd.DataFrame({"model": ["P", "Q"], "track": "intimate", "metric": "puni", "delta": [-0.2, -2.0]})
+    table = power.power_table(frame, reference=reference).iloc[0]
+    assert (table["n_pairs"], table["sd_diff"], table["holm_family_size"]) == (305, 3.0, 120)
+    assert table["mdd"] == pytest.approx(power.minimum_detectable_delta(3.0, 305))
+    assert t_test_power(table["mdd_holm"], 3.0, 305, 0.05 / 120) == pytest.approx(0.8, abs=1e-4)
+    assert table["mdd_min"] == pytest.approx(power.minimum_detectable_delta(2.0, 305))
+    assert table["mdd_max"] == pytest.approx(power.minimum_detectable_delta(4.0, 305))
+    assert (table["run_below_mdd"], table["reference_below_mdd"], table["reference_cells"]) == (1, 1, 2)
+
+
+def test_plan_from_a_pilot():
+    # Pilot SDs 40 and 60 pp on Instr.; target −14 pp: the median SD (50) and the largest (60) set the pairs.
+    pilot = gaps_rows([("A", "intimate", "instr", -10.0, 50, 40.0), ("B", "intimate", "instr", -5.0, 50, 60.0)], m=24)
+    target = pd.DataFrame({"track": ["intimate"], "metric": ["instr"], "delta": [-14.0]})
+    row = power.plan(pilot, target).iloc[0]
+    assert row["pairs_needed"] == power.pairs_needed(-14.0, 50.0)
+    assert row["pairs_needed_max"] == power.pairs_needed(-14.0, 60.0)
+    assert row["pairs_needed_holm"] == power.pairs_needed(-14.0, 50.0, 0.05 / 24)
+    assert power.plan(pilot, {"instr": 10.0}).iloc[0]["pairs_needed"] == power.pairs_needed(10.0, 50.0)
+    assert power.plan(pilot, 10.0, family_size=1).iloc[0]["pairs_needed_holm"] == power.pairs_needed(10.0, 50.0)
+    with pytest.raises(ValueError, match="metrics the pilot does not have"):
+        power.plan(pilot, {"sev": 0.1})
+
+
+def test_plan_leaves_undefined_cells_empty():
+    # A pilot cell whose differences never vary (SD 0) cannot be planned from; a target of 0 neither.
+    pilot = gaps_rows([("A", "intimate", "sev", 0.0, 10, 0.0), ("A", "intimate", "puni", -1.0, 10, 2.0)])
+    planned = power.plan(pilot, {"sev": 0.2, "puni": 0.0}).set_index("metric")
+    assert planned["pairs_needed"].isna().all() and planned["pairs_needed_max_holm"].isna().all()
