@@ -65,3 +65,14 @@ def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monk
     runs.reproduce("offline", str(run), only=["02"], report=False)
     timings = json.loads((run / "timings.json").read_text())
     assert [row["notebook"] for row in timings] == ["01_first", "02_second"]
+
+
+def test_report_and_runs_import_without_a_cycle():
+    """report needs only the run folder helpers; runs calls the report (issue 18: no runs <-> report cycle)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gama_utils.report; assert 'gama_utils.runs' not in sys.modules, 'report imports runs'; "
+            "import gama_utils.runs")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
