@@ -234,9 +234,15 @@ def _environment(name: str, value: str):
 
 def _parse_override(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value), got {text!r}")
-    return key.strip(), yaml.safe_load(value)
+    key = key.strip()
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value); {key} has no '=value'")
+    if not key:
+        raise argparse.ArgumentTypeError("--set takes key=value; the key is empty")
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"--set {key}: the value is not valid YAML") from None
 
 
 def notebook_hygiene(path: Path) -> list[str]:
@@ -279,13 +285,22 @@ def main(argv: list[str] | None = None) -> int:
     strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
     strip.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
+    from papermill.exceptions import PapermillExecutionError
+
     if args.command == "reproduce":
         try:
             done = reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report,
                              args.anywhere)
-        except (ParameterError, FileNotFoundError, credentials.SecretInFileError) as err:
+        except (ParameterError, FileNotFoundError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+        except credentials.SecretInFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        except PapermillExecutionError as err:
+            print(f"error: a notebook failed (its executed copy is in the run's notebooks/): {err.ename}: {err.evalue}",
+                  file=sys.stderr)
+            return 1
         for row in done:
             print(f"{row['notebook']}: {row['seconds']} s")
     else:

@@ -90,3 +90,14 @@ def test_reproduce_lists_every_problem_and_runs_nothing(profile_dir, outputs, ca
                      "--set: arms = 'male': Input should be a valid list"):
         assert expected in err
     assert not (outputs / "runs" / "typos").exists()
+
+
+@pytest.mark.parametrize(("argument", "expected"), [
+    ("api_key", "--set takes key=value (a YAML value); api_key has no '=value'"),
+    ("=3", "--set takes key=value; the key is empty"),
+    ("arms=[male", "--set arms: the value is not valid YAML"),
+])
+def test_a_malformed_set_is_named_without_its_value(argument, expected, capsys):
+    with pytest.raises(SystemExit) as caught:
+        runs.main(["reproduce", "--set", argument])
+    assert caught.value.code == 2 and expected in capsys.readouterr().err
