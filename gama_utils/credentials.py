@@ -25,7 +25,8 @@ MIN_SECRET_CHARS = 12  # shorter values ("EMPTY", "none", "x") are placeholders,
 _NAME_WORDS = {"key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "credential",
                "credentials", "auth", "authorization", "bearer", "accesstoken"}
 _KNOWN_KEY = re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk|pk)[-_][A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
-                        r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})")
+                        r"hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16}|"
+                        r"xox[abprs]-[A-Za-z0-9-]{10,})")
 _BEARER = re.compile(r"\bbearer\s+\S{8,}", re.IGNORECASE)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s#\"'<>]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -112,7 +113,8 @@ def key_values(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def files_holding(folder: Path, secrets: Iterable[str]) -> list[Path]:
     """The files under `folder` that contain any of `secrets` (also with / escaped as JSON writers do)."""
-    needles = sorted({form.encode("utf-8") for s in secrets for form in (s, s.replace("/", "\\/"), json.dumps(s)[1:-1])})
+    forms = {form for s in secrets for form in (s, s.replace("/", "\\/"), json.dumps(s)[1:-1])}
+    needles = sorted(form.encode("utf-8") for form in forms)
     if not needles or not folder.is_dir():
         return []
     return [path for path in sorted(folder.rglob("*")) if path.is_file() and _contains(path, needles)]

@@ -19,7 +19,8 @@ from .parameters import SCHEMAS, schema
 from .paths import NOTEBOOKS
 
 HEADER = ("# Parameters (papermill -p NAME VALUE, or a profile in configs/profiles/), generated from their schema in\n"
-          "# gama_utils/parameters.py, which also checks their types and ranges (python -m gama_utils.parameter_cells).")
+          "# gama_utils/parameters.py, which also checks their types and ranges "
+          "(python -m gama_utils.parameter_cells).")
 WIDTH = 120
 ALIGN_UP_TO = 40  # comments line up after assignments up to this long; longer ones keep theirs two spaces on
 

@@ -34,7 +34,8 @@ class ParameterError(ValueError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__(f"{len(problems)} problem(s) with the parameters, nothing was run:\n- " + "\n- ".join(problems))
+        listed = "\n- ".join(problems)
+        super().__init__(f"{len(problems)} problem(s) with the parameters, nothing was run:\n- {listed}")
 
 
 class NotebookParameters(BaseModel):

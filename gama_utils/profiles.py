@@ -132,7 +132,8 @@ def plan(profile_name: str, notebooks: list[Path], only: list[str] | None = None
     for source, values in ((f"{where}: parameters", profile.parameters), ("--set", overrides)):
         for name, value in values.items():
             if name == "run_dir":
-                problems.append(f"{source}: run_dir: the run folder is chosen with --run (or the profile's default_run)")
+                problems.append(f"{source}: run_dir: the run folder is chosen with --run (or the profile's "
+                                "default_run)")
             elif name not in known:
                 secret = credentials.parameter_problems({name: value}, source)
                 problems += secret or [f"{source}: {name}: no notebook declares this parameter{closest(name, known)}"]

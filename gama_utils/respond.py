@@ -316,23 +316,30 @@ def collected_origins(run: Path) -> dict[str, dict]:
 
 def origin_problems(existing: pd.DataFrame, records: dict[str, dict], specs: dict[str, llm.ModelSpec],
                     benchmark_sha256: str) -> list[str]:
-    """What collecting `specs` on this benchmark would replace in `existing`, model by model (empty: same origin)."""
-    problems = []
+    """What collecting `specs` on this benchmark would replace in `existing`, by reason, each with its models and
+    their answer counts (empty: the same origin)."""
+    found: dict[str, list[str]] = {}
     for model, group in existing.groupby("model", sort=True):
         record, n = records.get(model), len(group)
+        before = _identity((record or {}).get("spec") or {})
+        now = _identity(specs[model].public_dict()) if model in specs else before
+        detail = ""
         if record is None:
-            problems.append(f"{n} answers of {model!r} that 04_respond did not collect here (imported or written by hand)")
+            reason = "answers 04_respond did not collect here (imported or written by hand)"
         elif record.get("answers_sha256") and record["answers_sha256"] != answers_fingerprint(group):
-            problems.append(f"{n} answers of {model!r} changed since 04_respond collected them (imported or edited)")
+            reason = "answers changed since 04_respond collected them (imported or edited)"
         elif model not in specs:
-            problems.append(f"{n} answers of {model!r}, a model this run does not ask (another model set)")
-        elif _identity(specs[model].public_dict()) != _identity(record.get("spec") or {}):
-            before, now = _identity(record.get("spec") or {}), _identity(specs[model].public_dict())
-            changed = ", ".join(f"{k} {before[k]!r} → {now[k]!r}" for k in IDENTITY_FIELDS if before[k] != now[k])
-            problems.append(f"{n} answers of {model!r} collected with other settings ({changed})")
+            reason = "answers of models this run does not ask (another model set)"
+        elif now != before:
+            reason = "answers collected with other settings"
+            changed = [f"{k} {before[k]!r} → {now[k]!r}" for k in IDENTITY_FIELDS if before[k] != now[k]]
+            detail = "; " + ", ".join(changed)
         elif record.get("benchmark_sha256") and record["benchmark_sha256"] != benchmark_sha256:
-            problems.append(f"{n} answers of {model!r} collected on another benchmark file")
-    return problems
+            reason = "answers collected on another benchmark file"
+        else:
+            continue
+        found.setdefault(reason, []).append(f"{model!r} ({n}{detail})")
+    return [f"{reason}: {', '.join(models)}" for reason, models in found.items()]
 
 
 def check_responses_origin(run: Path, targets: Iterable[str | dict | llm.ModelSpec], pairs_path: str | None = None,

@@ -53,7 +53,7 @@ def test_collecting_over_imported_answers_is_refused_and_says_how_to_replace(tmp
     with pytest.raises(OriginError) as caught:
         respond.check_responses_origin(run, MODELS)
     message = str(caught.value)
-    assert "6 answers of 'imported-model' that 04_respond did not collect here (imported or written by hand)" in message
+    assert "answers 04_respond did not collect here (imported or written by hand): 'imported-model' (6)" in message
     assert "Pass replace=True (the parameter `replace` of 04_respond, or --set replace=true)" in message
     respond.check_responses_origin(run, MODELS, replace=True)
     assert runs.load(run, "responses").answer.eq("an answer written elsewhere").all()
@@ -61,19 +61,21 @@ def test_collecting_over_imported_answers_is_refused_and_says_how_to_replace(tmp
 
 def test_another_model_set_is_refused(collected):
     run, _ = collected
-    with pytest.raises(OriginError, match="6 answers of 'sim/Qwen3.5', a model this run does not ask"):
+    with pytest.raises(OriginError, match=r"answers of models this run does not ask \(another model set\): "
+                                          r"'sim/Qwen3.5' \(6\)"):
         respond.check_responses_origin(run, ["sim/GPT-5.2"])
 
 
 def test_other_settings_or_another_benchmark_file_are_refused(collected, tmp_path, pairs):
     run, _ = collected
     other = llm.resolve_model("sim/GPT-5.2").model_copy(update={"decoding": {"temperature": 1.0}})
-    with pytest.raises(OriginError, match=r"'sim/GPT-5.2' collected with other settings \(decoding \{.*\} → "
-                                          r"\{'temperature': 1.0\}\)"):
+    with pytest.raises(OriginError, match=r"answers collected with other settings: 'sim/GPT-5.2' \(6; decoding "
+                                          r"\{.*\} → \{'temperature': 1.0\}\)"):
         respond.check_responses_origin(run, [other, "sim/Qwen3.5"])
     benchmark = tmp_path / "pairs.jsonl"
     pairs.head(2).to_json(benchmark, orient="records", lines=True)
-    with pytest.raises(OriginError, match="'sim/GPT-5.2' collected on another benchmark file"):
+    with pytest.raises(OriginError, match=r"answers collected on another benchmark file: 'sim/GPT-5.2' \(6\), "
+                                          r"'sim/Qwen3.5' \(6\)"):
         respond.check_responses_origin(run, MODELS, pairs_path=str(benchmark))
 
 
@@ -82,7 +84,8 @@ def test_answers_edited_after_collection_are_refused(collected):
     edited = frame.copy()
     edited.loc[0, "answer"] = "replaced by hand"
     runs.save(edited, run, "responses")  # around save_responses, as a hand edit would be
-    with pytest.raises(OriginError, match=r"answers of '.*' changed since 04_respond collected them"):
+    with pytest.raises(OriginError, match=r"answers changed since 04_respond collected them \(imported or edited\): "
+                                          r"'.*' \(6\)\."):
         respond.check_responses_origin(run, MODELS)
 
 
@@ -106,7 +109,7 @@ def test_older_runs_fall_back_to_the_manifest_record(tmp_path, pairs):
     origins = respond.collected_origins(run)
     assert sorted(origins) == MODELS
     respond.check_responses_origin(run, MODELS)
-    with pytest.raises(OriginError, match="a model this run does not ask"):
+    with pytest.raises(OriginError, match="answers of models this run does not ask"):
         respond.check_responses_origin(run, MODELS[:1])
 
 

@@ -69,7 +69,8 @@ def test_a_wrong_type_or_range_is_one_clear_error(values, expected):
 @pytest.mark.parametrize(("notebook", "values", "expected"), [
     ("02_review", {"reviewers": ["sim/GPT-5.4"]}, "02_review: reviewers = ['sim/GPT-5.4']: List should have at least "
                                                   "2 items after validation, not 1"),
-    ("03_compile", {"embedding_backend": "bert"}, "03_compile: embedding_backend = 'bert': String should match pattern"),
+    ("03_compile", {"embedding_backend": "bert"},
+     "03_compile: embedding_backend = 'bert': String should match pattern"),
     ("03_compile", {"dedup_threshold": 1.5}, "03_compile: dedup_threshold = 1.5: Input should be less than or equal "
                                              "to 1"),
     ("06_analyze", {"n_boot": -5}, "06_analyze: n_boot = -5: Input should be greater than or equal to 0"),
@@ -104,8 +105,8 @@ def test_all_problems_come_at_once_and_nothing_is_half_valid():
 def test_right_values_pass_including_every_shape_a_notebook_accepts():
     params = parameters.validate("04_respond", {
         "limit": 5, "seed": 3, "max_usd": 0, "arms": ["male", "female", "neutral"], "track": ["intimate"],
-        "severity": "L1", "target_models": ["sim/GPT-5.4", {"base_url": "http://localhost:8000/v1", "model": "Qwen/Qwen3-8B",
-                                                            "api_key_env": "VLLM_API_KEY"}]})
+        "severity": "L1", "target_models": ["sim/GPT-5.4", {"base_url": "http://localhost:8000/v1",
+                                                            "model": "Qwen/Qwen3-8B", "api_key_env": "VLLM_API_KEY"}]})
     assert params.limit == 5 and params.max_usd == 0.0 and params.target_models[1]["api_key_env"] == "VLLM_API_KEY"
     assert parameters.validate("06_analyze", {"n_boot": 0}).n_boot == 0  # 0 resamples: no CIs, allowed
 

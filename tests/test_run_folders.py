@@ -59,7 +59,8 @@ def test_names_and_paths_under_outputs_are_runs(strict):
 
 def test_a_folder_outside_outputs_needs_the_explicit_flag(strict, tmp_path, monkeypatch):
     outside = tmp_path / "my_runs" / "x"
-    with pytest.raises(RunFolderError, match="outside the outputs folder .* --run-dir-anywhere .* GAMA_RUN_DIR_ANYWHERE"):
+    with pytest.raises(RunFolderError, match="outside the outputs folder .* --run-dir-anywhere .* "
+                                             "GAMA_RUN_DIR_ANYWHERE"):
         run_dir(outside)
     assert run_dir(outside, anywhere=True) == outside
     monkeypatch.setenv(run_folders.ANYWHERE_ENV, "1")

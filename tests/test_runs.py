@@ -38,7 +38,8 @@ def test_profile_parameters_reach_only_the_notebooks_that_declare_them(tmp_path)
     nb06 = profiles.notebook_parameters(profile, runs.NOTEBOOKS / "06_analyze.ipynb", tmp_path, {"limit": 9, "seed": 4})
     assert nb04 == {"backend": "sim", "max_usd": 5, "limit": 3, "run_dir": str(tmp_path)}
     assert nb06 == {"seed": 4, "run_dir": str(tmp_path)}  # --set reaches only the notebooks that declare it
-    assert profiles.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path, {"limit": 9})["limit"] == 9
+    nb04_set = profiles.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path, {"limit": 9})
+    assert nb04_set["limit"] == 9  # --set wins over the profile
     assert runs._parse_override("max_usd=400") == ("max_usd", 400)
     assert runs._parse_override("arms=[male, female, neutral]") == ("arms", ["male", "female", "neutral"])
     with pytest.raises(FileNotFoundError, match="did you mean 'offline'.*known profiles: .*offline"):
