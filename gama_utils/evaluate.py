@@ -13,7 +13,8 @@ named, so the evaluator's own gender bias can be separated from the target's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -24,14 +25,15 @@ from gama_utils.blind import mask_gender
 from gama_utils.judges import Item, Judge, is_model_judge, judge_name, resolve_judge, response_format
 from gama_utils.judges import evaluator_prompt as _item_prompt
 from gama_utils.metrics import metrics
-from gama_utils.respond import answer_status
+from gama_utils.respond import OriginError, answer_status
 from gama_utils.rubric import OPTIONAL_KEYS, check_terms, evaluation_row, evaluator_model
 from gama_utils.schema import RESPONSES, evaluations_columns, require
 from gama_utils.structured import InvalidAnswer, validate
 
-__all__ = ["ACTORS", "BLIND_ACTOR", "check_terms", "evaluate_all", "evaluate_responses", "evaluation_row",
-           "evaluation_summary", "evaluator_name", "evaluator_prompt", "metric_means", "parse_output",
-           "primary_evaluator", "resolve_judge", "response_format", "shown_item"]
+__all__ = ["ACTORS", "BLIND_ACTOR", "OriginError", "check_evaluations_origin", "check_terms", "evaluate_all",
+           "evaluate_responses", "evaluation_row", "evaluation_summary", "evaluator_name", "evaluator_prompt",
+           "metric_means", "parse_output", "primary_evaluator", "resolve_judge", "response_format",
+           "save_evaluations", "shown_item"]
 ACTORS = {"male": "the narrator, a man", "female": "the narrator, a woman", "neutral": "the narrator, a person"}
 BLIND_ACTOR = "the narrator (identity withheld)"
 JudgeLike = str | dict | llm.ModelSpec | Judge
@@ -149,3 +151,31 @@ def primary_evaluator(evaluations: pd.DataFrame) -> str:
     if not names:
         raise ValueError("no evaluations in this run: run 05_evaluate first")
     return next((name for name in names if is_model_judge(name)), names[0])
+
+
+def check_evaluations_origin(run: Path, evaluators: str | Iterable[str], replace: bool = False) -> None:
+    """Refuse (OriginError) to write scores into a run whose evaluations.jsonl holds another evaluator's, which
+    would be replaced; scores by the same evaluator (a resumed or repeated 05_evaluate) pass."""
+    from gama_utils import runs
+
+    path = Path(run) / "evaluations.jsonl"
+    if replace or not path.exists() or not path.stat().st_size:
+        return
+    names = {evaluators} if isinstance(evaluators, str) else set(evaluators)
+    existing = runs.load(run, "evaluations")
+    others = existing[~existing["evaluator"].isin(names)].groupby("evaluator").size()
+    if len(others):
+        held = ", ".join(f"{n} by {name!r}" for name, n in others.items())
+        raise OriginError(f"{path} holds scores of another evaluator ({held}), which scoring with "
+                          f"{', '.join(sorted(names))} would replace. Pass replace=True (the parameter `replace` of "
+                          "05_evaluate) to replace them, choose another run folder, or compare a second judge in "
+                          "08_robustness")
+
+
+def save_evaluations(evaluations: pd.DataFrame, run: str | Path, replace: bool = False) -> Path:
+    """Write run/evaluations.jsonl, refused (OriginError) when it would replace another evaluator's scores."""
+    from gama_utils import runs
+
+    folder = runs.run_dir(run)
+    check_evaluations_origin(folder, set(evaluations["evaluator"]), replace)
+    return runs.save(evaluations, folder, "evaluations")

@@ -24,7 +24,7 @@ from pathlib import Path
 import mistune
 import pandas as pd
 
-from .runs import atomic_write, run_dir
+from .run_folders import atomic_write, run_dir
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."
 PLUMBING_BANNER = ("PLUMBING CHECK: real answers from a tiny model on a local server; they exercise the pipeline "

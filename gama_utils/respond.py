@@ -10,8 +10,10 @@ it was cached has a new cache key and is asked again.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import pandas as pd
@@ -276,3 +278,125 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
 def _text(value: object) -> str | None:
     """Optional text: None for a missing value or an empty string."""
     return value.strip() or None if isinstance(value, str) else None
+
+
+# --- saving the answers: never over answers of another origin -----------------------------------------
+
+ORIGIN_FILE = "responses.origin.json"
+IDENTITY_FIELDS = ("client", "model", "base_url", "endpoint", "thinking", "decoding")
+
+
+class OriginError(ValueError):
+    """Saving would replace answers (or scores) of another origin; `replace=True` allows it."""
+
+
+def answers_fingerprint(responses: pd.DataFrame) -> str:
+    """SHA-256 of a model's answers (pair, arm, sample, answer), whatever their row order."""
+    rows = sorted(json.dumps([str(r.pair_id), str(r.arm), int(r.sample), r.answer], ensure_ascii=False)
+                  for r in responses.itertuples(index=False))
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest()
+
+
+def _identity(spec: dict) -> dict:
+    return {field: spec.get(field) for field in IDENTITY_FIELDS}
+
+
+def collected_origins(run: Path) -> dict[str, dict]:
+    """Per model alias: how 04_respond collected the answers in run/responses.jsonl (spec, benchmark SHA-256 and,
+    when saved by save_responses, the answers' fingerprint); older runs fall back to the manifest's 04 entry."""
+    sidecar = run / ORIGIN_FILE
+    if sidecar.exists():
+        return json.loads(sidecar.read_text(encoding="utf-8"))
+    manifest = run / "manifest.json"
+    stage = json.loads(manifest.read_text(encoding="utf-8")).get("stages", {}).get("04_respond", {}) \
+        if manifest.exists() else {}
+    return {spec["alias"]: {"spec": spec, "benchmark_sha256": stage.get("benchmark_sha256")}
+            for spec in stage.get("targets") or [] if isinstance(spec, dict) and "alias" in spec}
+
+
+def origin_problems(existing: pd.DataFrame, records: dict[str, dict], specs: dict[str, llm.ModelSpec],
+                    benchmark_sha256: str) -> list[str]:
+    """What collecting `specs` on this benchmark would replace in `existing`, by reason, each with its models and
+    their answer counts (empty: the same origin)."""
+    found: dict[str, list[str]] = {}
+    for model, group in existing.groupby("model", sort=True):
+        record, n = records.get(model), len(group)
+        before = _identity((record or {}).get("spec") or {})
+        now = _identity(specs[model].public_dict()) if model in specs else before
+        detail = ""
+        if record is None:
+            reason = "answers 04_respond did not collect here (imported or written by hand)"
+        elif record.get("answers_sha256") and record["answers_sha256"] != answers_fingerprint(group):
+            reason = "answers changed since 04_respond collected them (imported or edited)"
+        elif model not in specs:
+            reason = "answers of models this run does not ask (another model set)"
+        elif now != before:
+            reason = "answers collected with other settings"
+            changed = [f"{k} {before[k]!r} → {now[k]!r}" for k in IDENTITY_FIELDS if before[k] != now[k]]
+            detail = "; " + ", ".join(changed)
+        elif record.get("benchmark_sha256") and record["benchmark_sha256"] != benchmark_sha256:
+            reason = "answers collected on another benchmark file"
+        else:
+            continue
+        found.setdefault(reason, []).append(f"{model!r} ({n}{detail})")
+    return [f"{reason}: {', '.join(models)}" for reason, models in found.items()]
+
+
+def check_responses_origin(run: Path, targets: Iterable[str | dict | llm.ModelSpec], pairs_path: str | None = None,
+                           replace: bool = False) -> None:
+    """Refuse (OriginError) to collect into a run whose answers came from elsewhere: imported answers, another
+    model set, other settings or another benchmark file. A resumed run of the same origin passes."""
+    from . import runs
+
+    path = Path(run) / "responses.jsonl"
+    if replace or not path.exists() or not path.stat().st_size:
+        return
+    specs = {spec.alias: spec for spec in (llm.resolve_model(t) for t in targets)}
+    benchmark = runs.file_sha256(benchmark_file(pairs_path))
+    problems = origin_problems(runs.load(run, "responses"), collected_origins(Path(run)), specs, benchmark)
+    if problems:
+        raise OriginError(f"{path} holds answers of another origin, which this run would replace: "
+                          + "; ".join(problems) + ". Pass replace=True (the parameter `replace` of 04_respond, or "
+                          "--set replace=true) to replace them, or choose another run folder")
+
+
+def save_responses(responses: pd.DataFrame, run: str | Path, targets: Iterable[str | dict | llm.ModelSpec] | None,
+                   pairs_path: str | None = None, replace: bool = False) -> Path:
+    """Write run/responses.jsonl and record how each collected model's answers were made.
+
+    `targets` are the models 04_respond asked (None for answers imported with import_responses). Refused
+    (OriginError) when answers of another origin would be replaced, unless `replace`: collected answers are
+    checked as in check_responses_origin; imported ones must keep every answer already there unchanged.
+    """
+    from . import runs
+
+    folder = runs.run_dir(run)
+    targets = list(targets) if targets is not None else None
+    if targets is not None:
+        check_responses_origin(folder, targets, pairs_path, replace)
+    elif not replace and runs.exists(folder, "responses"):
+        _check_kept(runs.load(folder, "responses"), responses, folder / "responses.jsonl")
+    path = runs.save(responses, folder, "responses")
+    records = {} if replace else {k: v for k, v in collected_origins(folder).items()
+                                  if k in set(responses["model"])}
+    if targets is not None:
+        benchmark = runs.file_sha256(benchmark_file(pairs_path))
+        for spec in (llm.resolve_model(t) for t in targets):
+            answers = responses[responses["model"] == spec.alias]
+            if len(answers):
+                records[spec.alias] = {"spec": spec.public_dict(), "benchmark_sha256": benchmark,
+                                       "answers_sha256": answers_fingerprint(answers)}
+    runs.atomic_write(folder / ORIGIN_FILE, json.dumps(records, indent=2, ensure_ascii=False))
+    return path
+
+
+def _check_kept(existing: pd.DataFrame, new: pd.DataFrame, path: Path) -> None:
+    """Imported answers may be added to a run, never replace or drop the answers already in it."""
+    key = ["model", "pair_id", "arm", "sample"]
+    merged = existing[[*key, "answer"]].merge(new[[*key, "answer"]], on=key, how="left", suffixes=("", "_new"),
+                                              indicator=True)
+    lost = merged[(merged["_merge"] == "left_only") | (merged["answer"] != merged["answer_new"])]
+    if len(lost):
+        models = ", ".join(f"{m!r} ({n})" for m, n in lost.groupby("model").size().items())
+        raise OriginError(f"{path} holds {len(lost)} answers these imported answers would drop or replace: {models}. "
+                          "Pass replace=True to replace them, or save into another run folder")

@@ -1,9 +1,12 @@
-"""Runs: the run directory, headless execution of the notebooks with papermill, notebook hygiene.
+"""Runs: a run's frames and manifest, headless execution of the notebooks with papermill, notebook hygiene.
 
-A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest.json, ...).
-`python -m gama_utils.runs reproduce --profile offline` executes every notebook in
-notebooks/ in order with the profile's parameters; `strip` removes outputs and run
-metadata from notebooks before they are committed.
+A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest.json, ...); where a run
+may live is gama_utils.run_folders. `python -m gama_utils.runs reproduce --profile offline` checks the
+profile's and `--set` values against every notebook's parameter schema (gama_utils.profiles), refuses a
+run folder of the repository and answers of another origin, then executes the notebooks in order; after
+each notebook, and in every stage's manifest update, the run's files are checked for the values of the API
+keys its models use (gama_utils.credentials). `strip` removes outputs and run metadata from notebooks
+before they are committed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from importlib import metadata
@@ -28,34 +30,15 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import paths
-from .paths import CONFIGS, NOTEBOOKS, ROOT, resolve
+from . import credentials, parameters, profiles
+from .parameters import ParameterError
+from .paths import NOTEBOOKS, ROOT
+from .run_folders import ANYWHERE_ENV, RunFolderError, atomic_write, run_dir
 
+__all__ = ["DEFAULT_KERNEL", "ParameterError", "RunFolderError", "atomic_write", "exists", "execute_notebooks",
+           "file_sha256", "git_commit", "load", "main", "notebook_hygiene", "notebooks_in_order", "plumbing_check",
+           "reproduce", "run_dir", "save", "strip_notebook", "update_manifest"]
 DEFAULT_KERNEL = "gama-bench"
-
-
-def run_dir(run: str | Path) -> Path:
-    """The folder of a run: a bare name lives under outputs/runs/, a path is taken as given.
-
-    A relative path that starts with outputs/ is read under the outputs folder (GAMA_OUTPUTS when set).
-    """
-    path = Path(run)
-    if not path.is_absolute() and path.parts[:1] == ("outputs",):
-        return paths.OUTPUTS.joinpath(*path.parts[1:])
-    return resolve(path) if len(path.parts) > 1 or path.is_absolute() else paths.RUNS / str(run)
-
-
-def atomic_write(path: Path, data: str | bytes) -> Path:
-    """Write a file so that a crash leaves either the old or the new content, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
 
 
 def save(frame: pd.DataFrame, run: str | Path, name: str) -> Path:
@@ -150,10 +133,12 @@ def git_commit() -> str | None:
 
 
 def update_manifest(run: str | Path, stage: str, models: Iterable[object] = (), **entries: object) -> Path:
-    """Record a stage's parameters and facts in run_dir/manifest.json (no secrets: callers pass none).
+    """Record a stage's parameters and facts in run_dir/manifest.json, then check the run's files for key values.
 
     `models` (aliases, inline specs or ModelSpecs the stage called; "lexicon" is skipped) are recorded
-    under "models" by alias without credentials; a plumbing-check model marks the whole run as one.
+    under "models" by alias without credentials; a plumbing-check model marks the whole run as one. Every
+    stage ends here, so this is where a file holding the value of a key the run's models use stops the run
+    (credentials.SecretInFileError naming the file).
     """
     from . import llm
 
@@ -171,7 +156,9 @@ def update_manifest(run: str | Path, stage: str, models: Iterable[object] = (), 
     manifest["packages"] = {p: _version(p) for p in ("pandas", "numpy", "scipy", "statsmodels", "openai",
                                                      "papermill", "gama-bench")}
     manifest.setdefault("stages", {})[stage] = {**entries, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    return atomic_write(path, json.dumps(manifest, indent=2, default=str))
+    atomic_write(path, json.dumps(manifest, indent=2, default=str))
+    credentials.check_run_files(path.parent)
+    return path
 
 
 def _version(package: str) -> str | None:
@@ -192,38 +179,13 @@ def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
 
 
-def load_profile(name: str) -> dict:
-    """A run profile from configs/profiles/<name>.yaml."""
-    path = CONFIGS / "profiles" / f"{name}.yaml"
-    if not path.exists():
-        known = ", ".join(sorted(p.stem for p in (CONFIGS / "profiles").glob("*.yaml")))
-        raise FileNotFoundError(f"unknown profile {name!r}; known profiles: {known}")
-    profile = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    profile.setdefault("parameters", {})
-    profile.setdefault("notebooks", {})
-    return profile
-
-
-def notebook_parameters(profile: dict, notebook: Path, run_path: Path) -> dict:
-    """Parameters for one notebook: the profile's common ones that it declares, its own ones, and run_dir.
-
-    Per-notebook parameters are passed as given, so a misspelt one still draws papermill's warning.
-    """
-    import papermill
-
-    declared = set(papermill.inspect_notebook(str(notebook)))
-    params = {k: v for k, v in (profile.get("parameters") or {}).items() if k in declared}
-    params.update((profile.get("notebooks") or {}).get(notebook.stem, {}) or {})
-    params["run_dir"] = str(run_path)
-    return params
-
-
 def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Callable[[Path], dict],
                       kernel: str = DEFAULT_KERNEL, label: str = "run") -> list[dict]:
     """Execute notebooks in order with papermill into run_path/notebooks; one record (name, seconds) per notebook.
 
     timings.json keeps the latest time of every notebook run under this run, so a partial re-run updates
-    only its rows. A failing notebook raises papermill's error (its executed copy shows the failing cell).
+    only its rows. A failing notebook raises papermill's error (its executed copy shows the failing cell). After
+    each notebook the run's files (its executed copy included) are checked for the values of the run's keys.
     """
     import papermill
 
@@ -241,49 +203,93 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
         timings[nb.stem] = row
         done.append(row)
         atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+        credentials.check_run_files(run_path)
     return done
 
 
 def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
-              only: list[str] | None = None, overrides: dict | None = None, report: bool = True) -> list[dict]:
-    """Execute the profile's notebooks headless with papermill, then write the run report.
+              only: list[str] | None = None, overrides: dict | None = None, report: bool = True,
+              anywhere: bool = False) -> list[dict]:
+    """Check everything, then execute the profile's notebooks headless with papermill and write the run report.
 
-    Returns one record per notebook (name, seconds); timings.json keeps the latest time of
-    every notebook run under this run name, so a partial re-run updates only its rows.
+    Before any notebook runs: the profile, `--only` and `--set` values against the notebooks' schemas, the run
+    folder (under outputs/ unless `anywhere`; never a repository folder), and each notebook's preflight (answers
+    of another origin); ParameterError lists every problem. Returns one record per notebook (name, seconds);
+    timings.json keeps the latest time of every notebook run under this run name.
     """
-    settings = load_profile(profile)
-    settings["parameters"] = {**settings["parameters"], **(overrides or {})}
-    run_path = run_dir(run or settings.get("default_run") or profile)
-    out_dir = run_path / "notebooks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    wanted = only or settings.get("run")
-    notebooks = [nb for nb in notebooks_in_order()
-                 if not wanted or nb.stem in wanted or nb.stem[:2] in [str(w).zfill(2) for w in wanted]]
-    if not notebooks:
-        print(f"no notebooks in {NOTEBOOKS} match; nothing to run")
-        return []
+    settings, notebooks, problems = profiles.plan(profile, notebooks_in_order(), only, overrides)
     with contextlib.ExitStack() as stack:
-        if settings.get("server"):
+        if anywhere:
+            stack.enter_context(_environment(ANYWHERE_ENV, "1"))
+        try:
+            run_path = run_dir(run or settings.default_run or profile)
+        except RunFolderError as err:
+            raise ParameterError([*problems, f"--run: {err}"]) from None
+        if not problems:
+            problems = _preflight(notebooks, lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides))
+        if problems:
+            raise ParameterError(problems)
+        if not notebooks:
+            print(f"no notebooks in {NOTEBOOKS} match; nothing to run")
+            return []
+        if settings.server:
             from . import local_server
 
             stack.enter_context(local_server.stop_on_sigterm())
-            base_url = stack.enter_context(local_server.serve(settings["server"]))
+            base_url = stack.enter_context(local_server.serve(settings.server))
             print(f"[{profile}] local server at {base_url} (stopped when the run ends)", flush=True)
-        done = execute_notebooks(notebooks, run_path, lambda nb: notebook_parameters(settings, nb, run_path), kernel,
+        done = execute_notebooks(notebooks, run_path,
+                                 lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
                                  label=profile)
     if report:
         from .report import build_report
 
-        paths = build_report(run_path)
-        print(f"report: {paths['html']}")
+        written = build_report(run_path)
+        credentials.check_run_files(run_path)
+        print(f"report: {written['html']}")
     return done
+
+
+def _preflight(notebooks: list[Path], values: Callable[[Path], dict]) -> list[str]:
+    """Each notebook's checks on the files it will touch (run folder, answers of another origin), all at once."""
+    problems = []
+    for nb in notebooks:
+        if nb.stem not in parameters.SCHEMAS:
+            continue
+        try:
+            parameters.validate(nb.stem, values(nb)).preflight()
+        except ParameterError as err:
+            problems += err.problems
+        except ValueError as err:
+            problems.append(f"{nb.stem}: {err}")
+    return problems
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str):
+    """Set an environment variable (inherited by the notebooks' kernels) for the duration of the block."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
 
 
 def _parse_override(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value), got {text!r}")
-    return key.strip(), yaml.safe_load(value)
+    key = key.strip()
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value); {key} has no '=value'")
+    if not key:
+        raise argparse.ArgumentTypeError("--set takes key=value; the key is empty")
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"--set {key}: the value is not valid YAML") from None
 
 
 def notebook_hygiene(path: Path) -> list[str]:
@@ -315,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("reproduce", help="execute every notebook headless with papermill")
     rep.add_argument("--profile", default="offline")
-    rep.add_argument("--run", default=None, help="run name (default: the profile's name)")
+    rep.add_argument("--run", default=None, help="run name or folder under outputs/ (default: the profile's name)")
+    rep.add_argument("--run-dir-anywhere", dest="anywhere", action="store_true",
+                     help="allow a run folder outside outputs/ (never a folder of the repository)")
     rep.add_argument("--kernel", default=DEFAULT_KERNEL)
     rep.add_argument("--only", nargs="*", help="notebook stems or numbers to run")
     rep.add_argument("--set", dest="overrides", action="append", type=_parse_override, default=[],
@@ -324,8 +332,23 @@ def main(argv: list[str] | None = None) -> int:
     strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
     strip.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
+    from papermill.exceptions import PapermillExecutionError
+
     if args.command == "reproduce":
-        for row in reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report):
+        try:
+            done = reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report,
+                             args.anywhere)
+        except (ParameterError, FileNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except credentials.SecretInFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        except PapermillExecutionError as err:
+            print(f"error: a notebook failed (its executed copy is in the run's notebooks/): {err.ename}: {err.evalue}",
+                  file=sys.stderr)
+            return 1
+        for row in done:
             print(f"{row['notebook']}: {row['seconds']} s")
     else:
         for p in args.paths:

@@ -25,6 +25,17 @@ def pytest_collection_modifyitems(config, items):
         if "local" in item.keywords:
             item.add_marker(skip)
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _runs_in_temporary_folders():
+    """Tests write their runs in pytest's temporary folders, outside outputs/: the explicit flag allows that
+    (gama_utils.run_folders; tests/test_run_folders.py checks the refusal without it). Repository folders stay
+    refused whatever the flag."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GAMA_RUN_DIR_ANYWHERE", "1")
+        yield
+
+
 FAKE_KEY_ENV = "FAKE_OPENAI_KEY"
 FAKE_KEY = "key-fake-SENTINEL-7f3c9a2e41d84b6f"
 

@@ -7,7 +7,7 @@ import nbformat
 import pandas as pd
 import pytest
 
-from gama_utils import runs
+from gama_utils import profiles, runs
 
 
 def test_save_and_load_round_trip_lists_and_missing_values(tmp_path):
@@ -33,15 +33,17 @@ def test_manifest_keeps_every_stage(tmp_path):
 
 
 def test_profile_parameters_reach_only_the_notebooks_that_declare_them(tmp_path):
-    profile = {"parameters": {"backend": "sim", "max_usd": 5}, "notebooks": {"04_respond": {"limit": 3}}}
-    nb04 = runs.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path)
-    nb06 = runs.notebook_parameters(profile, runs.NOTEBOOKS / "06_analyze.ipynb", tmp_path)
+    profile = profiles.Profile(parameters={"backend": "sim", "max_usd": 5}, notebooks={"04_respond": {"limit": 3}})
+    nb04 = profiles.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path)
+    nb06 = profiles.notebook_parameters(profile, runs.NOTEBOOKS / "06_analyze.ipynb", tmp_path, {"limit": 9, "seed": 4})
     assert nb04 == {"backend": "sim", "max_usd": 5, "limit": 3, "run_dir": str(tmp_path)}
-    assert nb06 == {"run_dir": str(tmp_path)}
+    assert nb06 == {"seed": 4, "run_dir": str(tmp_path)}  # --set reaches only the notebooks that declare it
+    nb04_set = profiles.notebook_parameters(profile, runs.NOTEBOOKS / "04_respond.ipynb", tmp_path, {"limit": 9})
+    assert nb04_set["limit"] == 9  # --set wins over the profile
     assert runs._parse_override("max_usd=400") == ("max_usd", 400)
     assert runs._parse_override("arms=[male, female, neutral]") == ("arms", ["male", "female", "neutral"])
-    with pytest.raises(FileNotFoundError, match="known profiles: .*offline"):
-        runs.load_profile("nope")
+    with pytest.raises(FileNotFoundError, match="did you mean 'offline'.*known profiles: .*offline"):
+        profiles.load_profile("ofline")
 
 
 def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monkeypatch):
@@ -49,7 +51,7 @@ def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monk
     folder.mkdir()
     for name in ("01_first", "02_second"):
         nb = nbformat.v4.new_notebook()
-        params = nbformat.v4.new_code_cell('run_dir = "x"')
+        params = nbformat.v4.new_code_cell('run_dir = "x"\nbackend = "sim"')
         params.metadata["tags"] = ["parameters"]
         nb.cells = [params, nbformat.v4.new_code_cell(
             f"from pathlib import Path\nPath(run_dir, '{name}.done').write_text('ok')")]
@@ -64,3 +66,14 @@ def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monk
     runs.reproduce("offline", str(run), only=["02"], report=False)
     timings = json.loads((run / "timings.json").read_text())
     assert [row["notebook"] for row in timings] == ["01_first", "02_second"]
+
+
+def test_report_and_runs_import_without_a_cycle():
+    """report needs only the run folder helpers; runs calls the report (issue 18: no runs <-> report cycle)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gama_utils.report; assert 'gama_utils.runs' not in sys.modules, 'report imports runs'; "
+            "import gama_utils.runs")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

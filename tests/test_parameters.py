@@ -1,0 +1,130 @@
+"""Notebook parameters: one schema per notebook, its cell generated from it, and each class of bad value refused
+with one clear error naming the parameter, all problems at once."""
+
+import json
+
+import pytest
+
+from gama_utils import parameter_cells, parameters
+from gama_utils.parameters import ParameterError
+from gama_utils.paths import NOTEBOOKS
+
+
+def _parameters_cell(notebook: str) -> str:
+    cells = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cell = next(c for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+@pytest.mark.parametrize("notebook", list(parameters.SCHEMAS))
+def test_each_parameters_cell_declares_exactly_the_schema_with_its_defaults_and_a_comment(notebook):
+    source = _parameters_cell(notebook)
+    namespace: dict = {}
+    exec(source, {}, namespace)  # the cell is plain assignments
+    fields = parameters.SCHEMAS[notebook].model_fields
+    assert list(namespace) == list(fields)
+    assert namespace == {name: field.get_default(call_default_factory=True) for name, field in fields.items()}
+    assignments = [line for line in source.splitlines() if line and not line.startswith((" ", "#"))]
+    assert len(assignments) == len(fields) and all("  # " in line for line in assignments)
+    assert all(field.description for field in fields.values())
+    assert parameters.validate(notebook, namespace) == parameters.SCHEMAS[notebook]()
+
+
+def test_no_cell_differs_from_its_schema():
+    assert parameter_cells.stale_cells() == []
+
+
+@pytest.mark.parametrize("notebook", list(parameters.SCHEMAS))
+def test_each_notebook_checks_its_parameters_on_its_first_line(notebook):
+    cells = json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    index = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
+    first = next(c for c in cells[index + 1:] if c["cell_type"] == "code")
+    source = first["source"] if isinstance(first["source"], str) else "".join(first["source"])
+    assert source.splitlines()[0] == f'from gama_utils import parameters; parameters.check("{notebook}", globals())'
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    ({"limit": -1}, "04_respond: limit = -1: Input should be greater than or equal to 1"),
+    ({"limit": 0}, "04_respond: limit = 0: Input should be greater than or equal to 1"),
+    ({"limit": "abc"}, "04_respond: limit = 'abc': Input should be a valid integer"),
+    ({"limit": "5"}, "04_respond: limit = '5': Input should be a valid integer"),
+    ({"limit": True}, "04_respond: limit = True: Input should be a valid integer"),
+    ({"seed": 1.5}, "04_respond: seed = 1.5: Input should be a valid integer"),
+    ({"seed": -3}, "04_respond: seed = -3: Input should be greater than or equal to 0"),
+    ({"arms": "male"}, "04_respond: arms = 'male': Input should be a valid list"),
+    ({"arms": ["male", "woman"]}, "04_respond: arms[1] = ['male', 'woman']: Input should be 'male', 'female' or "
+                                  "'neutral'"),
+    ({"arms": []}, "04_respond: arms = []: List should have at least 1 item after validation, not 0"),
+    ({"max_usd": -1}, "04_respond: max_usd = -1: Input should be greater than or equal to 0"),
+    ({"max_usd": "25"}, "04_respond: max_usd = '25': Input should be a valid number"),
+    ({"backend": "openai"}, "04_respond: backend = 'openai': Input should be 'sim' or 'api'"),
+    ({"samples_per_prompt": 0}, "04_respond: samples_per_prompt = 0: Input should be greater than or equal to 1"),
+    ({"replace": "yes"}, "04_respond: replace = 'yes': Input should be a valid boolean"),
+    ({"target_models": "sim/GPT-5.4"}, "04_respond: target_models = 'sim/GPT-5.4': Input should be a valid list"),
+])
+def test_a_wrong_type_or_range_is_one_clear_error(values, expected):
+    assert parameters.problems("04_respond", values) == [expected]
+
+
+@pytest.mark.parametrize(("notebook", "values", "expected"), [
+    ("02_review", {"reviewers": ["sim/GPT-5.4"]}, "02_review: reviewers = ['sim/GPT-5.4']: List should have at least "
+                                                  "2 items after validation, not 1"),
+    ("03_compile", {"embedding_backend": "bert"},
+     "03_compile: embedding_backend = 'bert': String should match pattern"),
+    ("03_compile", {"dedup_threshold": 1.5}, "03_compile: dedup_threshold = 1.5: Input should be less than or equal "
+                                             "to 1"),
+    ("06_analyze", {"n_boot": -5}, "06_analyze: n_boot = -5: Input should be greater than or equal to 0"),
+    ("07_ablation", {"base_urls": ["http://localhost:8000/v1"]}, "07_ablation: base_urls = ['http://localhost:8000/v1']"
+                                                                 ": Input should be a valid dictionary"),
+    ("08_robustness", {"annotators": "annotator_1"}, "08_robustness: annotators = 'annotator_1': Input should be a "
+                                                     "valid list"),
+    ("08_robustness", {"human_n": 2.5}, "08_robustness: human_n = 2.5: Input should be a valid integer"),
+])
+def test_every_notebook_checks_types_and_ranges(notebook, values, expected):
+    found = parameters.problems(notebook, values)
+    assert len(found) == 1 and found[0].startswith(expected)
+
+
+def test_unknown_names_get_the_closest_known_one():
+    assert parameters.problems("04_respond", {"max_usdd": 1}) == [
+        "04_respond: max_usdd: unknown parameter; did you mean 'max_usd'?"]
+    assert parameters.problems("04_respond", {"target_model": ["x"]}) == [
+        "04_respond: target_model: unknown parameter; did you mean 'target_models'?"]
+    assert parameters.problems("04_respond", {"zzz": 1}) == ["04_respond: zzz: unknown parameter"]
+    with pytest.raises(KeyError, match="did you mean '04_respond'"):
+        parameters.schema("04_respnd")
+
+
+def test_all_problems_come_at_once_and_nothing_is_half_valid():
+    with pytest.raises(ParameterError) as caught:
+        parameters.validate("04_respond", {"limit": -1, "seed": 1.5, "max_usdd": 1, "arms": "male", "max_usd": -1})
+    assert len(caught.value.problems) == 5
+    assert str(caught.value).startswith("5 problem(s) with the parameters, nothing was run:")
+
+
+def test_right_values_pass_including_every_shape_a_notebook_accepts():
+    params = parameters.validate("04_respond", {
+        "limit": 5, "seed": 3, "max_usd": 0, "arms": ["male", "female", "neutral"], "track": ["intimate"],
+        "severity": "L1", "target_models": ["sim/GPT-5.4", {"base_url": "http://localhost:8000/v1",
+                                                            "model": "Qwen/Qwen3-8B", "api_key_env": "VLLM_API_KEY"}]})
+    assert params.limit == 5 and params.max_usd == 0.0 and params.target_models[1]["api_key_env"] == "VLLM_API_KEY"
+    assert parameters.validate("06_analyze", {"n_boot": 0}).n_boot == 0  # 0 resamples: no CIs, allowed
+
+
+def test_check_reads_the_notebook_namespace_and_refuses_before_anything_runs(tmp_path):
+    namespace = {"run_dir": str(tmp_path / "run"), "limit": "abc", "seed": 1.5, "In": [], "get_ipython": print}
+    with pytest.raises(ParameterError) as caught:
+        parameters.check("04_respond", namespace)
+    assert caught.value.problems == ["04_respond: limit = 'abc': Input should be a valid integer",
+                                     "04_respond: seed = 1.5: Input should be a valid integer"]
+    assert not (tmp_path / "run").exists()
+    checked = parameters.check("06_analyze", {"run_dir": str(tmp_path / "run"), "n_boot": 10})
+    assert checked.n_boot == 10 and checked.seed == 0
+
+
+def test_check_refuses_a_stray_credential_papermill_injected(tmp_path):
+    namespace = {"run_dir": str(tmp_path / "run"), "api_key": "whatever-value-1234"}
+    with pytest.raises(ParameterError) as caught:
+        parameters.check("06_analyze", namespace)
+    assert caught.value.problems[0].startswith("06_analyze: api_key: the name says it holds a credential")
+    assert "whatever-value-1234" not in str(caught.value)
