@@ -125,10 +125,13 @@ def plan(profile_name: str, notebooks: list[Path], only: list[str] | None = None
     if profile.server:
         problems += credentials.parameter_problems(profile.server, f"{where}: server")
     for name, values in profile.notebooks.items():
-        if name not in everywhere:
-            problems.append(f"{where}: notebooks.{name}: no such notebook{closest(name, everywhere)}")
-        else:
+        if name not in everywhere and name not in parameters.SCHEMAS:
+            problems.append(f"{where}: notebooks.{name}: no such notebook"
+                            f"{closest(name, [*everywhere, *parameters.SCHEMAS])}")
+        elif name in everywhere:
             problems += _value_problems(_by_stem(notebooks, name), values or {}, f"{where}: notebooks.{name}")
+        else:  # a notebook of the project that this folder of notebooks lacks: its schema still checks the values
+            problems += parameters.problems(name, values or {}, f"{where}: notebooks.{name}")
     for source, values in ((f"{where}: parameters", profile.parameters), ("--set", overrides)):
         for name, value in values.items():
             if name == "run_dir":
