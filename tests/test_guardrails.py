@@ -20,6 +20,7 @@ from gama_utils.paths import ROOT
 BIN = Path(sys.executable).parent
 PACKAGE = ROOT / "gama_utils"
 ROOT_LOGGING = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+MAX_MODULE_LINES = 450
 
 
 def _tool(name: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -174,3 +175,85 @@ def test_the_print_and_logging_check_finds_each_kind_of_problem(tmp_path):
     good.write_text('import logging\n\nlog = logging.getLogger(__name__)\n\n\ndef work():\n    log.info("x")\n',
                     encoding="utf-8")
     assert print_and_logging_problems([good], root=tmp_path) == []
+
+
+def test_no_module_is_longer_than_the_limit():
+    lengths = {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+               for path in _modules()}
+    too_long = {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert too_long == {}, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {too_long}"
+
+
+def module_imports(package: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports when it is imported (module level, not under TYPE_CHECKING)."""
+    root = package.parent
+    names = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            for sub in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+                if isinstance(sub, ast.Import):
+                    found |= {a.name for a in sub.names if a.name in names}
+                elif isinstance(sub, ast.ImportFrom):
+                    base = sub.module or ""
+                    if sub.level:
+                        parent = here.rsplit(".", sub.level - 1)[0] if sub.level > 1 else here
+                        base = f"{parent}.{sub.module}" if sub.module else parent
+                    for alias in sub.names:
+                        target = f"{base}.{alias.name}"
+                        found.add(target if target in names else base)
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of the import graph as [a, b, ..., a], or [] when there is none."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = "open"
+        path.append(module)
+        for other in sorted(graph[module]):
+            if state.get(other) == "open":
+                return [*path[path.index(other):], other]
+            if other not in state and (cycle := visit(other)):
+                return cycle
+        state[module] = "done"
+        path.pop()
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return []
+
+
+def test_the_package_has_no_import_cycle():
+    graph = module_imports(PACKAGE)
+    assert {"gama_utils.llm.client", "gama_utils.gaps", "gama_utils.human.agreement"} <= set(graph)
+    assert "gama_utils.metrics" in graph["gama_utils.rubric"]
+    assert "gama_utils.llm.registry" in graph["gama_utils.llm.client"]
+    cycle = import_cycle(graph)
+    assert cycle == [], "import cycle: " + " → ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_planted_cycle(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\n\nfrom pkg.sub.c import x\n\n"
+                                  "if TYPE_CHECKING:\n    from pkg import a\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "c.py").write_text("x = 1\n\n\ndef f():\n    from pkg import a\n")
+    graph = module_imports(package)
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.sub.c"}, "pkg.sub": set(), "pkg.sub.c": set()}
+    assert import_cycle(graph) == []
+    (package / "sub" / "c.py").write_text("from ..a import f\n")
+    assert import_cycle(module_imports(package)) == ["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]

@@ -213,8 +213,7 @@ class Sender:
     async def _sleep(self, seconds: float) -> None:
         task = asyncio.current_task()
         if task is None:                           # not in a task: nothing _halt could cancel
-            await asyncio.sleep(seconds)
-            return
+            return await asyncio.sleep(seconds)
         self.sleepers.add(task)
         try:
             await asyncio.sleep(seconds)
@@ -359,8 +358,7 @@ class Sender:
         await pacer.turn(item.est_tokens)
         if self.stop is not None:
             raise _NotSent
-        budget = self.budget
-        reserved_cost = await self._reserve(budget, item) if budget is not None else 0.0
+        reserved_cost = await self._reserve(self.budget, item) if self.budget is not None else 0.0
         self.stats["attempts"] += 1
         sent_at = pacer.sent()
         start = time.perf_counter()
@@ -378,8 +376,8 @@ class Sender:
                     return
             self._classify(model, reply.status, reply.headers, reply.body, sent_at)
         except BaseException:
-            if budget is not None:
-                self._settle(budget, item, reserved_cost, 0, 0.0)
+            if self.budget is not None:
+                self._settle(self.budget, item, reserved_cost, 0, 0.0)
             raise
 
     def _read(self, raw: bytes, endpoint: str) -> tuple[dict[str, Any] | None, Any]:
