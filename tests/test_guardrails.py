@@ -243,6 +243,14 @@ def test_the_package_has_no_import_cycle():
     assert cycle == [], "import cycle: " + " → ".join(cycle)
 
 
+def test_the_llm_layer_imports_only_itself_and_paths():
+    graph = module_imports(PACKAGE)
+    layer = [m for m in graph if m == "gama_utils.llm" or m.startswith("gama_utils.llm.")]
+    outside = {m: sorted(t for t in graph[m] if t not in layer and t != "gama_utils.paths") for m in layer}
+    assert {"gama_utils.llm", "gama_utils.llm.client", "gama_utils.llm.sending"} <= set(layer)
+    assert {m: found for m, found in outside.items() if found} == {}
+
+
 def test_the_cycle_check_finds_a_planted_cycle(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
