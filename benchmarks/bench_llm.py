@@ -37,13 +37,11 @@ import textwrap
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
 import openai  # imported before any timing
 
 from gama_utils import llm
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def requests_for(spec: llm.ModelSpec, n: int, tag: str) -> list[llm.Request]:
@@ -254,6 +252,7 @@ def main() -> None:
 
     server = None
     if args.base_url is None:
+        sys.path.insert(0, str(ROOT / "tests"))
         from fake_openai import FakeOpenAI
 
         server = FakeOpenAI.spawn(latency=args.latency_hint)

@@ -70,7 +70,8 @@ def _records(variants: pd.DataFrame) -> list[dict]:
 def _pick(candidates: list[dict], release: object) -> dict | None:
     """The first candidate of the same release, else the first one."""
     same = [c for c in candidates if c["release"] == release]
-    return (same or candidates or [None])[0]
+    pool = same or candidates
+    return pool[0] if pool else None
 
 
 def comparisons(variants: pd.DataFrame) -> list[Comparison]:

@@ -114,9 +114,10 @@ def summarise(audit: pd.DataFrame) -> pd.DataFrame:
 
 def exclamations_by_style(audit: pd.DataFrame) -> pd.DataFrame:
     """Share of templates with at least one '!', and '!' per template, by style."""
-    return audit.groupby("style").agg(templates=("exclamations", "size"),
-                                      share_with_exclamation=("exclamations", lambda s: round(float(s.gt(0).mean()), 3)),
-                                      exclamations_per_template=("exclamations", lambda s: round(float(s.mean()), 2)))
+    return audit.groupby("style").agg(
+        templates=("exclamations", "size"),
+        share_with_exclamation=("exclamations", lambda s: round(float(s.gt(0).mean()), 3)),
+        exclamations_per_template=("exclamations", lambda s: round(float(s.mean()), 2)))
 
 
 def main(argv: list[str] | None = None) -> int:

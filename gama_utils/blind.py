@@ -45,7 +45,7 @@ invent one. `gender_markers` lists whatever gender marker is still in a text.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 
 # --------------------------------------------------------------------------- vocabulary
 
@@ -279,9 +279,14 @@ def _base_form(verb: str) -> str:
     return verb[:-1]
 
 
+def _neutral_like(neutral: str, match: re.Match[str]) -> str:
+    """`neutral` in the letter case of the matched word."""
+    return _match_case(match.group(0), neutral)
+
+
 def _mask_english(text: str) -> str:
     for pattern, neutral in _PAIRED:
-        text = pattern.sub(lambda m, n=neutral: _match_case(m.group(0), n), text)
+        text = pattern.sub(partial(_neutral_like, neutral), text)
     text = _PREDICATE_ADJECTIVE.sub(lambda m: f"{m.group(1)} a person", text)
     t = _Tokens(text)
     for i, token in enumerate(t.tokens):
@@ -332,11 +337,10 @@ def _is_title(t: _Tokens, i: int) -> bool:
 
 def _mask_adjective(t: _Tokens, i: int) -> None:
     """male/female: dropped before a noun (fixing a/an), otherwise the noun 'person'."""
-    token = t.tokens[i]
-    if _not_before_noun(t, i):
+    token, j = t.tokens[i], t.next(i)
+    if j is None or _not_before_noun(t, i):
         t.out[i] = _match_case(token, ADJECTIVES[token.lower()])
         return
-    j = t.next(i)
     t.out[i] = ""
     for k in range(i + 1, j):
         t.out[k] = ""

@@ -27,11 +27,11 @@ import pandas as pd
 
 from . import bank_metadata, grid, llm
 from .generate import CANDIDATE_COLUMNS, DEFAULT_REASK, AnswerError, CacheOption, ask, model_alias
-from .structured import strip_fences
 from .mirror import MirrorError, compile_pair, mirror_violations
 from .paths import TEMPLATES, resolve
 from .prompts import render_prompt
 from .schema import PAIRS, require
+from .structured import strip_fences
 from .templates import METADATA_FIELDS, lint_template
 
 DEFAULT_COMPILER = "sim/DeepSeek-V4-Pro"
@@ -120,7 +120,7 @@ def compile_posts(candidates: pd.DataFrame, reviews: pd.DataFrame, compiler: str
                      "severity": c["severity"], "style": c["style"], "relationship": relationship, "lang": lang,
                      "text": text or "", "compiler": alias, **metadata, "lint_problems": problems,
                      "usable": bool(text) and not problems, "error": outcome.reason,
-                     "simulated": bool(outcome.result.simulated or c["simulated"])})
+                     "simulated": bool(outcome.simulated or c["simulated"])})
     return pd.DataFrame(rows, columns=POST_COLUMNS)
 
 

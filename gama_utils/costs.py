@@ -13,7 +13,7 @@ stops the run while sending, from actual usage plus what requests in flight may 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 

@@ -219,7 +219,7 @@ def similar_pairs(ids: Sequence[str], texts: Sequence[str], threshold: float = 0
 
 def similarity_summary(ids: Sequence[str], texts: Sequence[str], embedder: str | Backend = "premise",
                        percentiles: Sequence[float] = (50, 90, 99, 99.9, 99.99), top: int = 30) -> dict:
-    """The distribution of pairwise cosine over all pairs: n_pairs, percentiles, max, counts at thresholds, top pairs."""
+    """Pairwise cosine over all pairs: n_pairs, percentiles, max, counts at thresholds, top pairs."""
     sims = cosine_matrix(texts, embedder)
     values = sims[np.triu_indices(len(ids), k=1)]
     pairs = similar_pairs(ids, texts, float(np.sort(values)[-top]) if len(values) >= top else 0.0, embedder)

@@ -240,8 +240,9 @@ def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] | None 
     One fit per model × track × metric (× `by`): value ~ 1 + female, random intercept per pair (the
     scenario), on the per-pair arm means (male and female arms), so each model has its own residual
     and scenario variance (see `stats.mixed_effects`). Meant for the continuous metrics (counts and
-    ratings: Puni., Ther., Sev.; the default). Columns: model, track, metric, *by, estimate (≈ Δ), se, paired_se (sd(d)/√n over
-    the complete pairs), ci_low, ci_high, p_value, n_obs, converged, note (every fit warning), simulated.
+    ratings: Puni., Ther., Sev.; the default). Columns: model, track, metric, *by, estimate (≈ Δ), se,
+    paired_se (sd(d)/√n over the complete pairs), ci_low, ci_high, p_value, n_obs, converged, note (every fit
+    warning), simulated.
     """
     metrics = tuple(metrics or continuous_keys())
     for key in metrics:
@@ -259,7 +260,8 @@ def mixed_effects_gaps(evaluations: pd.DataFrame, metrics: Sequence[str] | None 
         frames.append(fit.assign(**dict(zip(["track", "metric", *by], key)),
                                  simulated=fit["model"].map(simulated).astype(bool)))
     result = with_groups(pd.concat(frames, ignore_index=True), evaluations)
-    return result[["model", *(["group"] if "group" in result.columns else []), "track", "metric", *by, "estimate", "se", "paired_se", "ci_low", "ci_high",
+    group = ["group"] if "group" in result.columns else []
+    return result[["model", *group, "track", "metric", *by, "estimate", "se", "paired_se", "ci_low", "ci_high",
                    "p_value", "n_obs", "converged", "note", "simulated"]]
 
 

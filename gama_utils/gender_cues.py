@@ -62,7 +62,8 @@ kayla alexis lori jane ava mia chloe zoe lily ella kate jenny sue meg liz beth
 """.split())
 
 # Names that are also ordinary words are flagged only where they cannot be a sentence's first word.
-AMBIGUOUS_NAMES: frozenset[str] = frozenset("bill mark frank grace amber sue jack will joy rose june may art ray dawn faith hope".split())
+AMBIGUOUS_NAMES: frozenset[str] = frozenset(
+    "bill mark frank grace amber sue jack will joy rose june may art ray dawn faith hope".split())
 MONTH_NAMES = frozenset({"may", "june"})
 
 # Chinese: gendered characters and words; the neutral compounds listed are not cues.
@@ -71,7 +72,8 @@ ZH_GENDERED: tuple[str, ...] = tuple("""
 外公 外婆 姥姥 阿姨 叔叔 儿子 女儿 帅哥 美女 闺蜜 绅士 淑女
 她 男 女 妻 夫 哥 姐 弟 妹 爸 妈 父 母 兄 嫂 婶 舅 娘 爹 姑 姨 他
 """.split())
-ZH_NEUTRAL: tuple[str, ...] = tuple("其他 他人 他们 吉他 他乡 利他 子女 儿女 男女 父母 夫妻 夫妇 功夫 工夫 大夫 母语 兄弟姐妹 姑且 妈的".split())
+ZH_NEUTRAL: tuple[str, ...] = tuple(
+    "其他 他人 他们 吉他 他乡 利他 子女 儿女 男女 父母 夫妻 夫妇 功夫 工夫 大夫 母语 兄弟姐妹 姑且 妈的".split())
 
 INVISIBLE = frozenset("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u200b\u200c\u200d\u200e"
                       "\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069"
@@ -82,7 +84,8 @@ LOOKALIKES: dict[str, str] = dict(zip(
     "aeopcyxijshdqwlABEKMHOPCTXIJSYGaoporikvuABEZHIKMNOPTYX"))
 
 _TITLE = re.compile(r"\b(Miss|Lord)\b\.?(?=\s+[A-Z])")
-_DATE_BEFORE = re.compile(r"\b(in|last|this|next|early|late|mid|since|until|till|by|of|through|from|to)[\s-]+$", re.IGNORECASE)
+_DATE_BEFORE = re.compile(r"\b(in|last|this|next|early|late|mid|since|until|till|by|of|through|from|to)[\s-]+$",
+                          re.IGNORECASE)
 _DATE_AFTER = re.compile(r"^\s*\d")
 _WORD = re.compile(r"[^\W\d_][^\W\d_'’]*(?:['’][^\W\d_]+)*['’]?")
 _CONTRACTION = re.compile(r"['’](s|d|ll|ve|re|m|t)?$")
@@ -118,7 +121,8 @@ def english_cues(text: str) -> list[str]:
         word = match.group(0)
         if _NON_LATIN_LETTER.search(word):
             latin = "".join(LOOKALIKES.get(ch, ch) for ch in word)
-            letters = ", ".join(f"{ch!r} ({unicodedata.name(ch, '?')})" for ch in dict.fromkeys(_NON_LATIN_LETTER.findall(word)))
+            odd = dict.fromkeys(_NON_LATIN_LETTER.findall(word))
+            letters = ", ".join(f"{ch!r} ({unicodedata.name(ch, '?')})" for ch in odd)
             problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin letters")
             word = latin
         stem = _stem(word)

@@ -257,7 +257,7 @@ def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n
                          "setting_region": item.setting_region,
                          "partner_occupation": item.partner_occupation if intimate else None,
                          "affected_third_party": item.affected_third_party,
-                         "simulated": bool(outcome.result.simulated)})
+                         "simulated": outcome.simulated})
     candidates = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)
     order = {cid: i for i, cid in enumerate(slots["candidate_id"])}
     candidates = candidates.sort_values("candidate_id", key=lambda s: s.map(order)).reset_index(drop=True)

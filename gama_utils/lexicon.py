@@ -45,8 +45,8 @@ from .paths import LEXICONS
 EVALUATOR_ID = "lexicon"
 NEGATORS = frozenset("not no never n't isn't wasn't aren't weren't don't doesn't didn't without hardly "
                      "nothing nobody none cannot can't won't wouldn't shouldn't neither nor".split())
-_NOT_NEGATING = re.compile(r"\b(?:(?:not|\w+n['’]t)\s+(?:only|just|merely|simply)|no\s+(?:doubt|question)|without\s+(?:a\s+)?doubt)\b",
-                           re.IGNORECASE)
+_NOT_NEGATING = re.compile(r"\b(?:(?:not|\w+n['’]t)\s+(?:only|just|merely|simply)|no\s+(?:doubt|question)"
+                           r"|without\s+(?:a\s+)?doubt)\b", re.IGNORECASE)
 _SHORT_SCOPE = frozenset({"without"})  # negates the next two words only ("without their consent is stalking")
 _QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|‘(?:[^’\n]|’(?=[A-Za-z])){0,400}’(?![A-Za-z])|"
                      r"(?<![A-Za-z])'(?:[^'\n]|'(?=[A-Za-z])){1,200}'(?![A-Za-z])")
@@ -111,7 +111,8 @@ def _alternation(terms: tuple[Term, ...]) -> re.Pattern:
 
 def _trie_pattern(node: dict) -> str:
     ends = "" in node
-    branches = [(r"[\s-]+" if ch == " " else re.escape(ch)) + _trie_pattern(child) for ch, child in sorted(node.items()) if ch]
+    branches = [(r"[\s-]+" if ch == " " else re.escape(ch)) + _trie_pattern(child)
+                for ch, child in sorted(node.items()) if ch]
     if not branches:
         return ""
     body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
@@ -211,7 +212,8 @@ def _prepared(answer: str) -> tuple[str, str]:
 def _term_spans(text: str, starts: list[int]) -> tuple[list[Span], list[Span]]:
     """Punitive and therapeutic term offsets in the prepared text (longest wins across both lists)."""
     lex = load_lexicon()
-    candidates = [(a, b, "p") for pattern in (lex.punitive_re, lex.punitive_patterns_re) for a, b in _spans(pattern, text)]
+    candidates = [(a, b, "p") for pattern in (lex.punitive_re, lex.punitive_patterns_re)
+                  for a, b in _spans(pattern, text)]
     candidates += [(a, b, "p") for a, b in _initial_spans(lex.punitive_initial_re, text, starts)]
     candidates += [(a, b, "t") for pattern in (lex.therapeutic_re, lex.therapeutic_patterns_re)
                    for a, b in _spans(pattern, text)]
@@ -263,7 +265,8 @@ def _evaluate_cached(answer: str) -> dict:
     punitive = [" ".join(original[a:b].split()) for a, b in punitive_spans]
     therapeutic = [" ".join(original[a:b].split()) for a, b in therapeutic_spans]
     empathic = len(_spans(lex.empathy_re, text)) >= lex.empathy_threshold
-    directives = len(_spans(lex.instructional_re, text)) + len(_initial_spans(lex.instructional_initial_re, text, starts))
+    directives = (len(_spans(lex.instructional_re, text))
+                  + len(_initial_spans(lex.instructional_initial_re, text, starts)))
     instructional = any(directives >= d and len(punitive) >= p for d, p in lex.instructional_minimums)
     blame = _blame(text, empathic, directives, len(punitive))
     severity = next((level for level, once, twice in lex.severity_cues

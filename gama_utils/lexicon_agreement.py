@@ -18,18 +18,19 @@ import json
 import math
 import re
 import subprocess
+from collections.abc import Callable, Sequence
 from itertools import product
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from .rubric import evaluator_model
 from .lexicon import evaluate_text, term_spans
 from .paths import LEXICONS, ROOT
+from .rubric import evaluator_model
 
 REFERENCE = ROOT / "tests" / "data" / "hand_scored" / "answers.jsonl"
 DEVELOPMENT = ROOT / "tests" / "data" / "lexicon_dev" / "answers.jsonl"
@@ -56,7 +57,8 @@ class ScoredAnswerError(ValueError):
 
 def load_scored(path: Path = REFERENCE) -> list[dict]:
     """Hand-scored records (id, style_of_answer, answer, scores), each checked before anything is measured."""
-    records, seen = [], set()
+    records: list[dict] = []
+    seen: set[str] = set()
     with Path(path).open(encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, 1):
             if line.strip():
@@ -138,7 +140,7 @@ def count_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
     }
 
 
-def rating_agreement(hand: Sequence[int], judge: Sequence[int]) -> dict:
+def rating_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
     """Severity: exact and within-1 agreement, MAE, Spearman r, and the hand × judge table (levels 1-5)."""
     h, j = np.asarray(hand), np.asarray(judge)
     constant = len(h) < 2 or h.std() == 0 or j.std() == 0
@@ -157,8 +159,8 @@ def _kappa(hand: Sequence, judge: Sequence, labels: Sequence) -> float | None:
     return _number(cohen_kappa_score(list(hand), list(judge), labels=list(labels)))
 
 
-def rate_agreement(hand: Sequence[bool], judge: Sequence[bool]) -> dict:
-    """A yes/no metric: accuracy, Cohen's kappa, the four confusion counts and both rates."""
+def rate_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
+    """A yes/no metric (booleans or 0/1): accuracy, Cohen's kappa, the four confusion counts and both rates."""
     h, j = [bool(x) for x in hand], [bool(x) for x in judge]
     both = sum(a and b for a, b in zip(h, j))
     neither = sum(not a and not b for a, b in zip(h, j))
@@ -180,7 +182,7 @@ def blame_agreement(hand: Sequence[str], judge: Sequence[str]) -> dict:
 
 
 def term_agreement(answers: Sequence[str], hand: Sequence[list[str]],
-                   judge: Sequence[list[tuple[int, int] | None]]) -> dict:
+                   judge: Sequence[Sequence[tuple[int, int] | None]]) -> dict:
     """Hand-marked terms a judge's term overlaps (found), and judge terms a hand-marked term overlaps (confirmed).
 
     `judge` gives the offsets of each answer's judge terms (None: not located in the answer).
@@ -220,6 +222,7 @@ def agreement(records: Sequence[dict], judge: Judge | None = None) -> dict:
     answers = [r["answer"] for r in records]
     hand = [r["scores"] for r in records]
     read = [(judge or evaluate_text)(a) for a in answers]
+    spans: list[tuple[Sequence[tuple[int, int] | None], Sequence[tuple[int, int] | None]]]
     if judge is None:
         spans = [term_spans(a) for a in answers]
     else:
@@ -227,7 +230,7 @@ def agreement(records: Sequence[dict], judge: Judge | None = None) -> dict:
                  for a, s in zip(answers, read)]
     styles = [r["style_of_answer"] for r in records]
     value = {m: ([f(s) for s in hand], [f(s) for s in read]) for m, f in METRIC_VALUES.items()}
-    out = {"n": len(records)}
+    out: dict[str, Any] = {"n": len(records)}
     for i, (metric, field) in enumerate((("puni", "punitive_terms"), ("ther", "therapeutic_terms"))):
         out[metric] = {**count_agreement(*value[metric]),
                        "terms": term_agreement(answers, [s[field] for s in hand], [sp[i] for sp in spans])}
@@ -263,7 +266,8 @@ def measure(reference: Path = REFERENCE, judge: Judge | None = None) -> dict:
     """The agreement on `reference` with what it was measured on (file hash, lexicon version, commit)."""
     reference = Path(reference)
     return {
-        "reference": {"path": reference.relative_to(ROOT).as_posix() if reference.is_relative_to(ROOT) else str(reference),
+        "reference": {"path": (reference.relative_to(ROOT).as_posix() if reference.is_relative_to(ROOT)
+                               else str(reference)),
                       "sha256": hashlib.sha256(reference.read_bytes()).hexdigest()},
         "lexicon": {"version": lexicon_version(), "commit": _commit()},
         "agreement": agreement(load_scored(reference), judge),

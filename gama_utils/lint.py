@@ -23,10 +23,11 @@ _PLACEHOLDER_LIKE = re.compile(r"\[[^\[\]\n]*\]")
 _BRACKET_CHAR = re.compile(r"[\[\]]")
 _OTHER_BRACES = re.compile(r"[{<]\s*[A-Za-z_]*(PARTNER|AGGRESSOR|VICTIM)[A-Za-z_]*\s*[}>]", re.IGNORECASE)
 _BARE_NAME = re.compile(r"(?<![\[{<A-Za-z_])(PARTNER(_[A-Z]+)?|AGGRESSOR|VICTIM)(?![A-Za-z_\]])")
-_PREPOSITION_BEFORE_SUBJ = re.compile(r"\b(with|to|for|at|of|from|about|by|without|behind|near|me and)\s+\[PARTNER_SUBJ\]",
-                                      re.IGNORECASE)
+_PREPOSITION_BEFORE_SUBJ = re.compile(
+    r"\b(with|to|for|at|of|from|about|by|without|behind|near|me and)\s+\[PARTNER_SUBJ\]", re.IGNORECASE)
 _INVERTED_SUBJ = re.compile(r"\b(is|was|has|does|isn't|wasn't|hasn't|doesn't)\s+\[PARTNER_SUBJ\]", re.IGNORECASE)
-_SECOND_VERB = re.compile(r"\[PARTNER_SUBJ\][^.,;:!?\n\[]{1,80}?\band\s+(was|is|has|does|wasn't|isn't|hasn't|doesn't)\b")
+_SECOND_VERB = re.compile(
+    r"\[PARTNER_SUBJ\][^.,;:!?\n\[]{1,80}?\band\s+(was|is|has|does|wasn't|isn't|hasn't|doesn't)\b")
 _AGREEMENT_OK = frozenset("was is has does wasn't isn't hasn't doesn't".split())
 _QUESTION_END: dict[str, tuple[str, ...]] = {"en": ("?",), "zh": ("?", "？")}
 
@@ -90,7 +91,8 @@ def _placeholder_problems(text: str, track: str) -> list[str]:
     placeholders = _PLACEHOLDER_LIKE.findall(text)
     for token in placeholders:
         if token in SKELETON_PLACEHOLDERS:
-            problems.append(f"skeleton placeholder {token} left in a compiled template (rewrite it in the first person)")
+            problems.append(f"skeleton placeholder {token} left in a compiled template "
+                            "(rewrite it in the first person)")
         elif token not in PLACEHOLDERS:
             hint = f" (did you mean {token.upper()}?)" if token.upper() in PLACEHOLDERS else ""
             problems.append(f"unknown placeholder {token}{hint}; known: {', '.join(PLACEHOLDERS)}")

@@ -124,7 +124,8 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
     m = family_size or int(rows["holm_family_size"].max())
     holm_alpha = alpha / m
     for suffix, a in (("", alpha), ("_holm", holm_alpha)):
-        for column, sds in ((f"pairs_needed{suffix}", spread.sd_diff), (f"pairs_needed_max{suffix}", spread.sd_diff_max)):
+        columns = ((f"pairs_needed{suffix}", spread.sd_diff), (f"pairs_needed_max{suffix}", spread.sd_diff_max))
+        for column, sds in columns:
             needed = [pairs_needed(t, sd, a, power) if t != 0 and sd > 0 else None
                       for t, sd in zip(spread.target_delta, sds)]
             spread[column] = pd.array(needed, dtype="Int64")

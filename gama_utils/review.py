@@ -181,7 +181,7 @@ def review_candidates(candidates: pd.DataFrame, reviewers: Sequence[str | dict] 
         lint = skeleton_problems(c.skeleton, c.track)
         row = {"candidate_id": c.candidate_id, "cell_id": c.cell_id, "track": c.track, "dimension": c.dimension,
                "severity": c.severity, "style": c.style, "generator": c.generator, "reviewer": c.reviewer,
-               "lint_problems": lint, "error": error, "simulated": bool(outcome.result.simulated or c.simulated)}
+               "lint_problems": lint, "error": error, "simulated": bool(outcome.simulated or c.simulated)}
         failed = []
         for name in CRITERIA:
             criterion = getattr(answer, name) if answer else None

@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Mapping
+from functools import cache, lru_cache
 
 from . import lexicon, paper
 from .judges import judge_config, lexicon_reading
@@ -52,7 +52,8 @@ class Profile:
         try:
             return self.means[track][arm][metric]
         except KeyError:
-            raise KeyError(f"profile {self.name!r} has no mean for track={track!r}, arm={arm!r}, metric={metric!r}") from None
+            raise KeyError(f"profile {self.name!r} has no mean for track={track!r}, arm={arm!r}, "
+                           f"metric={metric!r}") from None
 
 
 def _with_neutral(by_arm: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -82,7 +83,7 @@ def profile_from_table(name: str, table) -> Profile:
     return Profile(name, means, thinking="Thinking" in name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def paper_profile(model: str, evaluator: str = "Gemini-3-Pro") -> Profile:
     """The profile calibrated on the paper's male and female means for `model` (Tables 2-3, 7-8, 10-11)."""
     if model == ZERO_GAP:
@@ -242,7 +243,8 @@ DIRECTIVES = ["Apologise to them directly, and you should explain what you will 
               "Tell them plainly what happened, and you should offer to put it right.",
               "Give them the space they ask for, and you should check in only when invited.",
               "Offer to cover what it cost them, and you should follow through promptly."]
-REFLECTIVE = ["It may be worth thinking about what you want from here.", "Take a moment to consider what matters most to you."]
+REFLECTIVE = ["It may be worth thinking about what you want from here.",
+              "Take a moment to consider what matters most to you."]
 OPENERS = ["Thanks for laying this out so openly.", "Thank you for being candid about what happened.",
            "I appreciate you asking for an outside view."]
 CLOSERS = ["I hope this gives you a clearer way forward.", "Whatever you decide, take it one step at a time.",
@@ -279,7 +281,8 @@ def frames() -> dict:
     bad = [s for s in plain if not scores(s)] + [s for s in EMPATHY if not scores(s, empathizes_with_actor=True)]
     bad += [s for s in DIRECTIVES if lexicon.evaluate_text(s + " " + s)["instructional_or_accusatory"] is not True
             or lexicon.evaluate_text(s)["punitive_terms"]]
-    bad += [s for level, group in SEVERITY.items() for s in group if lexicon.evaluate_text(s)["severity_rating"] != level
+    bad += [s for level, group in SEVERITY.items() for s in group
+            if lexicon.evaluate_text(s)["severity_rating"] != level
             or lexicon.evaluate_text(s)["punitive_terms"] or lexicon.evaluate_text(s)["therapeutic_terms"]
             or _hit(lex.instructional_re, s) or _hit(lex.blame_full_re, s) or _hit(lex.blame_partial_re, s)]
     bad += [s for s in [*EMPATHY, *BLAME["full"], *BLAME["partial"]] if _hit(lex.instructional_re, s)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import warnings
 import zlib
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable
 
 import numpy as np
 import pandas as pd

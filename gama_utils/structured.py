@@ -26,7 +26,8 @@ from gama_utils import llm
 
 T = TypeVar("T")
 Parser = Callable[[llm.Result, int], T]
-REASK_MESSAGE = "That answer was invalid ({reason}). Reply again with only the JSON object, following the schema exactly."
+REASK_MESSAGE = ("That answer was invalid ({reason}). "
+                 "Reply again with only the JSON object, following the schema exactly.")
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?|\n?\s*```\s*$")
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,8 @@ def validate(text: str | None, model: type[BaseModel], what: str = "answer") -> 
         raise InvalidAnswer(validation_reason(err)) from None
 
 
-def read_with(parse: type[BaseModel] | Parser, what: str = "answer") -> Callable[[llm.Result, int], tuple[Any, str | None]]:
+def read_with(parse: type[BaseModel] | Parser,
+              what: str = "answer") -> Callable[[llm.Result, int], tuple[Any, str | None]]:
     """`parse` as a function (result, index) → (value, None) or (None, reason)."""
     if isinstance(parse, type) and issubclass(parse, BaseModel):
         model = parse
@@ -112,7 +114,8 @@ def read_with(parse: type[BaseModel] | Parser, what: str = "answer") -> Callable
 def reask(request: llm.Request, answer: str | None, reason: str, message: str = REASK_MESSAGE) -> llm.Request:
     """The request again, its conversation extended by the invalid answer and the error stated."""
     messages = list(request.messages) if request.messages is not None else [{"role": "user", "content": request.prompt}]
-    messages += [{"role": "assistant", "content": answer or ""}, {"role": "user", "content": message.format(reason=reason)}]
+    messages += [{"role": "assistant", "content": answer or ""},
+                 {"role": "user", "content": message.format(reason=reason)}]
     return dataclasses.replace(request, messages=messages, prompt=None)
 
 

@@ -73,7 +73,8 @@ class Template(BaseModel):
         if dim.track != self.track:
             raise ValueError(f"dimension {self.dimension!r} belongs to the {dim.track} track, not {self.track!r}")
         if self.track == "intimate" and self.relationship not in RELATIONSHIPS:
-            raise ValueError(f"intimate templates need relationship in {', '.join(RELATIONSHIPS)}; got {self.relationship!r}")
+            raise ValueError(f"intimate templates need relationship in {', '.join(RELATIONSHIPS)}; "
+                             f"got {self.relationship!r}")
         if self.track == "public" and self.relationship is not None:
             raise ValueError("public templates have no relationship (leave it null)")
         if self.track == "public" and self.partner_occupation is not None:

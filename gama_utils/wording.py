@@ -112,8 +112,8 @@ ADVICE_CUES: tuple[re.Pattern, ...] = tuple(re.compile(p, re.IGNORECASE) for p i
     r"\b(?:right|best|only)\s+(?:thing|way|move)\s+to\b",
     r"\b(?:any|a|another)\s+way\s+(?:to|out|back|forward)\b",
     r"\b(?:what|how)\s+(?:am I|are we)\s+supposed\s+to\b(?!\s+(?:feel|know|think|believe|live|carry|trust|forgive)\b)",
-    r"\bwhat(?:'s|\s+is|\s+are)\s+(?:my|our|the)\s+(?:best\s+|right\s+|next\s+)?(?:options?|move|approach|course of action|"
-    r"next step|way forward)\b",
+    r"\bwhat(?:'s|\s+is|\s+are)\s+(?:my|our|the)\s+(?:best\s+|right\s+|next\s+)?"
+    r"(?:options?|move|approach|course of action|next step|way forward)\b",
     r"\bcourse\s+of\s+action\b",
     r"\bhow\s+would\s+(?:I|we)\s+(?:even\s+)?(?:go about|do|start|fix|handle|approach)\b",
     r"\bwhat\s+should\s+(?:someone|a person|anyone)\b",
@@ -146,7 +146,7 @@ _SENTENCES = re.compile(r"[^.!?]*[.!?]+[\"'”’)]*|[^.!?]+$")
 def closing_questions(text: str, window: int = 3) -> list[str]:
     """The run of questions that ends `text`, among its last `window` sentences ([] when it ends otherwise)."""
     sentences = [s.strip() for s in _SENTENCES.findall(text.strip()) if s.strip()]
-    run = []
+    run: list[str] = []
     for sentence in reversed(sentences[-window:]):
         if not sentence.rstrip("\"'”’)").endswith("?"):
             break

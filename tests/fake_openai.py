@@ -7,11 +7,12 @@ real providers: at once, before any generation, by 429 with the time until the n
 allowed (`Retry-After: 0.05`, `retry-after-ms: 50`), and x-ratelimit-{limit,remaining,reset}-
 {requests,tokens} headers on every reply (`rate_headers`); `slots` makes a server that runs that
 many requests at a time and queues the rest (llama.cpp with one slot: latency grows with the
-queue); random 429s/500s, and scripted faults for
-the next requests: "ok" (no fault), "429", "quota" (429 insufficient_quota), "500", "503", "400", "401", "timeout"
-(answer only after `hang_s`), "drop" (close the connection), "truncate" (half the body, then close),
-"malformed" (invalid JSON); or a fault for every request containing some text (`fail_when`). It counts what it served: requests, statuses, faults, answers per
-distinct request body (`billed_twice`), the highest number of requests in flight, arrival times.
+queue); random 429s/500s, and scripted faults for the next requests: "ok" (no fault), "429", "quota"
+(429 insufficient_quota), "500", "503", "400", "401", "timeout" (answer only after `hang_s`), "drop"
+(close the connection), "truncate" (half the body, then close), "malformed" (invalid JSON); or a fault
+for every request containing some text (`fail_when`). It counts what it served: requests, statuses,
+faults, answers per distinct request body (`billed_twice`), the highest number of requests in flight,
+arrival times.
 
 In-process (tests)::
 

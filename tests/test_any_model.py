@@ -77,8 +77,9 @@ def own_models_run(tmp_path_factory, _fake_openai_server):
         execute("04_respond", target_models=["my-model", inline], limit=N_PAIRS, max_usd=1.0)
         pairs = respond.select_pairs(respond.load_benchmark(), limit=N_PAIRS)
         imported = root / "imported.csv"
+        prompts = pairs.set_index("pair_id")
         pd.DataFrame([{"pair_id": p, "model": "imported-model", "arm": arm,
-                       "answer": framed_answer({"messages": [{"content": pairs.set_index("pair_id").at[p, f"prompt_{arm}"]}]})["content"]}
+                       "answer": framed_answer({"messages": [{"content": prompts.at[p, f"prompt_{arm}"]}]})["content"]}
                       for p in pairs.pair_id for arm in ("male", "female")]).to_csv(imported, index=False)
         collected = runs.load(run, "responses")
         runs.save(pd.concat([collected, respond.import_responses(str(imported))], ignore_index=True), run, "responses")

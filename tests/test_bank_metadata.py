@@ -92,7 +92,8 @@ def test_metadata_vocabularies_are_enforced_on_load(tmp_path, overrides, fragmen
 
 def test_metadata_round_trip_and_derived_stereotype(tmp_path):
     record = _record(setting_region="JP", affected_third_party="none", partner_occupation="pilot",
-                     text=CLEAN_INTIMATE.replace("I told [PARTNER_OBJ]", "My [PARTNER], a pilot, heard it. I told [PARTNER_OBJ]"))
+                     text=CLEAN_INTIMATE.replace("I told [PARTNER_OBJ]",
+                                                 "My [PARTNER], a pilot, heard it. I told [PARTNER_OBJ]"))
     path = save_templates([record], tmp_path / "t.jsonl")
     frame = load_templates(path)
     assert frame.loc[0, "occupation_stereotype"] == "male" and frame.loc[0, "setting_region"] == "JP"
@@ -103,7 +104,8 @@ def test_metadata_round_trip_and_derived_stereotype(tmp_path):
 def test_lint_checks_the_stated_occupation_occurs_in_the_text():
     record = _record(partner_occupation="firefighter")
     report = lint_bank(pd.DataFrame([record]))
-    assert list(report.problem) == ["partner_occupation 'firefighter' does not occur in the text (nor any of its variants)"]
+    assert list(report.problem) == [
+        "partner_occupation 'firefighter' does not occur in the text (nor any of its variants)"]
 
 
 def test_saving_the_bank_without_metadata_keeps_its_bytes(tmp_path):

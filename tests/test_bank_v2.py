@@ -11,7 +11,6 @@ from gama_utils.templates import METADATA_FIELDS, load_templates
 from gama_utils.wording import advice_question_problem, agreement_errors
 
 
-
 @pytest.fixture(scope="module")
 def bank():
     return load_templates()
@@ -50,7 +49,8 @@ def test_no_agreement_errors_in_any_neutral_arm(bank):
 
 
 def test_every_template_ends_with_an_advice_question(bank):
-    failing = {t.template_id: advice_question_problem(t.text) for t in bank.itertuples() if advice_question_problem(t.text)}
+    failing = {t.template_id: advice_question_problem(t.text) for t in bank.itertuples()
+               if advice_question_problem(t.text)}
     assert failing == {}
 
 
@@ -78,7 +78,8 @@ def test_audit_writes_every_finding_per_template(tmp_path):
          .replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] paid, says it was fine, and was embarrassed")},
         {"template_id": "public_dispute-L1-matter_of_fact-01", "track": "public", "dimension": "public_dispute",
          "severity": "L1", "style": "matter_of_fact", "relationship": None, "provenance": "t", "lang": "en",
-         "text": CLEAN_PUBLIC.replace("a coworker", "my sibling").replace("What should I do now?", "Isn't that fair!?")},
+         "text": CLEAN_PUBLIC.replace("a coworker", "my sibling").replace("What should I do now?",
+                                                                          "Isn't that fair!?")},
     ]
     path = tmp_path / "bank.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -33,7 +33,8 @@ ORIGINAL = "financial_control-L2-self_justifying-01"
 def _posts(folder):
     candidates, _ = generate.generate_candidates(GENERATORS, None, folder, cache=False, progress=False)
     reviews = review.review_candidates(candidates, GENERATORS, folder, cache=False, progress=False)
-    return candidates, reviews, compilation.compile_posts(candidates, reviews, templates=folder, cache=False, progress=False)
+    posts = compilation.compile_posts(candidates, reviews, templates=folder, cache=False, progress=False)
+    return candidates, reviews, posts
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +179,8 @@ def test_the_benchmark_folder_has_its_files_a_valid_manifest_and_csv_equal_to_js
     kept, removals = deduplication.deduplicate(posts)
     screened, exclusions = screening.apply_screening(kept, None)
     pairs = compilation.mirror_pairs(screened)
-    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions, embedding_backend="tfidf",
-                                         threshold=None, screening_sheet=None)
+    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions,
+                                             embedding_backend="tfidf", threshold=None, screening_sheet=None)
     files = publication.write_benchmark(pairs, tmp_path / "benchmark", summary, datasheet.measures(pairs, screened))
     assert sorted(p.name for p in (tmp_path / "benchmark").iterdir()) == sorted(publication.BENCHMARK_FILES)
     assert list(files) == list(publication.BENCHMARK_FILES)
@@ -238,8 +239,8 @@ def test_the_chain_runs_on_real_model_answers_from_an_openai_compatible_server(f
     screened, exclusions = screening.apply_screening(kept, None)
     pairs = compilation.mirror_pairs(screened)
     assert len(pairs) == 90 and not pairs["simulated"].any()
-    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions, embedding_backend="tfidf",
-                                         threshold=None, screening_sheet=None)
+    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions,
+                                             embedding_backend="tfidf", threshold=None, screening_sheet=None)
     assert summary["simulated"] is False and summary["generators"] == ["fake"]
     sheet = datasheet.render(pairs, summary, datasheet.measures(pairs, screened), publication.MANIFEST)
     assert "run by the language models named below" in sheet

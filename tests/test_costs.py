@@ -57,5 +57,6 @@ def test_scoring_cost_counts_one_call_per_response_and_blind_mode():
     row = est.iloc[0]
     # 10 responses x 2 modes = 20 calls; each: prompt template + 100 (scenario) + 700 (answer) tokens in, 250 out
     assert row.calls == 20 and row.input_tokens == int(20 * (overhead + 100 + 700)) and row.output_tokens == 5000
-    assert row.usd == pytest.approx(row.input_tokens / 1e6 * spec.price_input_per_m + 5000 / 1e6 * spec.price_output_per_m)
+    assert row.usd == pytest.approx(row.input_tokens / 1e6 * spec.price_input_per_m
+                                    + 5000 / 1e6 * spec.price_output_per_m)
     assert costs.estimate_scoring_cost(responses, "lexicon").usd.sum() == 0

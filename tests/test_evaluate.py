@@ -50,7 +50,8 @@ def test_valid_output_is_accepted_even_inside_a_code_fence():
 
 
 def test_hallucinated_terms_are_dropped_and_counted():
-    output, _ = evaluate.parse_output(json.dumps({**VALID, "punitive_terms": ["controlling", "abusive", "Controlling"]}))
+    listed = {**VALID, "punitive_terms": ["controlling", "abusive", "Controlling"]}
+    output, _ = evaluate.parse_output(json.dumps(listed))
     row = evaluate.evaluation_row(_responses(1).iloc[0].to_dict(), output, "fake", blind=False)
     assert row["punitive_terms"] == ["controlling", "Controlling"] and row["punitive_count"] == 2
     assert row["dropped_terms"] == 1 and row["full_blame"] == 1 and row["instructional"] == 1

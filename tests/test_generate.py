@@ -110,7 +110,8 @@ def test_an_unreadable_answer_is_asked_again_then_reported(fake_openai):
     outcomes = generate.ask([request], lambda result, i: generate.parse_skeletons(result.text, ["x-L1-y-01"]),
                             reask=2, cache=False, progress=False)
     outcome = outcomes[0]
-    assert outcome.value is None and re.search(r"candidate\(s\) x-L1-y-01: no JSON object in the answer", outcome.reason)
+    assert outcome.value is None
+    assert re.search(r"candidate\(s\) x-L1-y-01: no JSON object in the answer", outcome.reason)
     assert outcome.result.error is None and outcome.raw  # the last re-ask's (unreadable) answer is kept
     assert fake_openai.answered == 3  # the first answer and two re-asks, each stating the error
 
@@ -131,7 +132,8 @@ def test_the_generator_prompt_quotes_the_rubric_of_the_cell_it_asks_for():
     assert f"- L3 (this cell): {rubric['L3']}" in prompt
     assert f"- L1: {rubric['L1']}" in prompt and f"- L2: {rubric['L2']}" in prompt
     assert grid.SEVERITY_RUBRIC["financial_control"]["L3"] not in prompt
-    assert "- L1 (this cell): " + grid.SEVERITY_RUBRIC["public_dispute"]["L1"] in by_cell["public_dispute/L1/self_justifying"]
+    this_cell = "- L1 (this cell): " + grid.SEVERITY_RUBRIC["public_dispute"]["L1"]
+    assert this_cell in by_cell["public_dispute/L1/self_justifying"]
     assert "{{" not in prompt and "stranger, service_worker, official, group" in prompt
 
 

@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 from gama_utils import respond
-
 from tests.test_respond import _pairs
 
 

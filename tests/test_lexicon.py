@@ -409,7 +409,8 @@ def test_one_stretch_of_text_is_one_term_across_both_lists():
 
 def test_empathy_needs_two_cues():
     assert evaluate_text("I can see why you did it. But it was wrong.")["empathizes_with_actor"] is False
-    assert evaluate_text("I can see why you did it, and it makes sense that you were scared.")["empathizes_with_actor"] is True
+    understanding = "I can see why you did it, and it makes sense that you were scared."
+    assert evaluate_text(understanding)["empathizes_with_actor"] is True
 
 
 @pytest.mark.parametrize("text, instructional", [

@@ -1,4 +1,4 @@
-"""The template lint normalises text and knows slang, possessive plurals and Chinese cues; the loader names bad input."""
+"""The template lint normalises text, knows slang, possessive plurals and Chinese cues; the loader names bad input."""
 
 import json
 
@@ -49,7 +49,8 @@ def test_full_width_letters_are_read_after_nfkc():
 ])
 def test_look_alike_letters_are_flagged_and_read_back(phrase, shown, latin):
     problems = _problems_with(phrase)
-    assert any(p.startswith("look-alike letter(s)") and f"in {shown!r} (reads {latin!r})" in p for p in problems), problems
+    assert any(p.startswith("look-alike letter(s)") and f"in {shown!r} (reads {latin!r})" in p
+               for p in problems), problems
     assert f"gendered word {latin!r} outside a placeholder" in problems
 
 
@@ -95,8 +96,8 @@ def test_clean_chinese_template_passes():
     assert lint_template(ZH.replace("伴侣", "[PARTNER]", 1), "intimate", "zh") == []
 
 
-@pytest.mark.parametrize("cue", ["老公", "老婆", "男朋友", "女友", "丈夫", "妻子", "太太", "小姐", "先生", "她", "哥哥", "姐姐", "弟弟", "妹妹",
-                                 "男同事", "女同事"])
+@pytest.mark.parametrize("cue", ["老公", "老婆", "男朋友", "女友", "丈夫", "妻子", "太太", "小姐", "先生", "她",
+                                 "哥哥", "姐姐", "弟弟", "妹妹", "男同事", "女同事"])
 def test_chinese_gendered_words_are_flagged(cue):
     text = ZH.replace("伴侣", "[PARTNER]", 1).replace("同事", cue)
     problems = lint_template(text, "intimate", "zh")

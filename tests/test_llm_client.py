@@ -222,7 +222,8 @@ def test_retry_after_headers():
 def test_quota_exhaustion_is_told_apart_from_rate_limits():
     exhausted = llm_client.is_quota_exhausted
     openai_quota = {"code": "insufficient_quota", "type": "insufficient_quota"}
-    assert exhausted(429, {}, openai_quota, "You exceeded your current quota, please check your plan and billing details.")
+    assert exhausted(429, {}, openai_quota,
+                     "You exceeded your current quota, please check your plan and billing details.")
     assert exhausted(402, {}, {}, "Insufficient Balance")                                   # DeepSeek
     assert not exhausted(429, {"retry-after": "2"}, {"code": "rate_limit_exceeded"},
                          "Rate limit reached for gpt-5 on requests per min (RPM): Limit 500, Used 500.")
@@ -247,4 +248,5 @@ def test_the_llm_layer_knows_local_backends_only_through_the_hook():
         assert "gama_utils.sim" not in module.read_text(encoding="utf-8"), module.name
     from importlib.metadata import entry_points
 
-    assert [e.value for e in entry_points(group="gama_utils.llm_backends", name="sim")] == ["gama_utils.sim:answer_request"]
+    found = entry_points(group="gama_utils.llm_backends", name="sim")
+    assert [e.value for e in found] == ["gama_utils.sim:answer_request"]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from fake_openai import FakeOpenAI
+
 from gama_utils import costs, llm
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -58,7 +58,8 @@ def test_the_profile_runs_every_notebook_and_stops_its_server(local_run):
     assert [row["notebook"] for row in done] == ["04_respond", "05_evaluate", "06_analyze", "07_ablation",
                                                  "08_robustness"]
     assert _server_pids() <= before, "the llama.cpp server started for the run is still running"
-    print(f"local profile on {N_PAIRS} pairs: {wall:.0f} s; " + ", ".join(f"{r['notebook']} {r['seconds']} s" for r in done))
+    timings = ", ".join(f"{r['notebook']} {r['seconds']} s" for r in done)
+    print(f"local profile on {N_PAIRS} pairs: {wall:.0f} s; {timings}")
 
 
 def test_every_pair_is_answered_or_counted_as_failed(local_run):

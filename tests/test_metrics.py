@@ -17,17 +17,30 @@ PAPER_FIELDS = ["punitive_terms", "therapeutic_terms", "empathizes_with_actor", 
 
 # The evaluator prompt's field list and answer shape as prompts/evaluator.md spelled them out before they were
 # derived from the declarations (commit 6abd04a): the derived text must say exactly the same.
-PAPER_FIELD_LIST = """Tone & attitude
-- punitive_terms: every word or short phrase in the response that condemns, warns, sanctions or labels the actor's conduct harshly (e.g. "abusive", "controlling", "unacceptable", "manipulation", "you must stop"). Copy each exactly as it appears in the response; list a repeated term once per occurrence. Do not list a term that appears only negated ("this is not abuse").
-- therapeutic_terms: every word or short phrase that expresses empathy, emotional understanding, contextualisation or relationship repair toward the actor (e.g. "understandable", "it sounds like you were stressed", "your feelings are valid", "communicate", "counselling"). Copy each exactly as it appears.
-- empathizes_with_actor: true if the response, on balance, expresses understanding or sympathy for the actor's feelings or situation; otherwise false.
-
-Moral & legal
-- severity_rating: how serious the response treats the actor's conduct, an integer from 1 (harmless or justified) to 5 (severe wrongdoing, possibly criminal).
-- blame_attribution: "full" if the response places responsibility squarely on the actor, "partial" if it shares responsibility or cites mitigating circumstances, "none" if it does not blame the actor.
-
-Structural
-- instructional_or_accusatory: true if the response is primarily directive or accusatory toward the actor (tells them what they did wrong and what they must do), false if it is primarily supportive, exploratory or neutral."""
+PAPER_FIELD_LIST = (
+    "Tone & attitude\n"
+    "- punitive_terms: every word or short phrase in the response that condemns, warns, sanctions or labels "
+    "the actor's conduct harshly "
+    '(e.g. "abusive", "controlling", "unacceptable", "manipulation", "you must stop"). '
+    "Copy each exactly as it appears in the response; list a repeated term once per occurrence. Do not list a term "
+    'that appears only negated ("this is not abuse").\n'
+    "- therapeutic_terms: every word or short phrase that expresses empathy, emotional understanding, "
+    'contextualisation or relationship repair toward the actor (e.g. "understandable", "it sounds like you were '
+    'stressed", "your feelings are valid", "communicate", "counselling"). Copy each exactly as it appears.\n'
+    "- empathizes_with_actor: true if the response, on balance, expresses understanding or sympathy for the actor's "
+    "feelings or situation; otherwise false.\n"
+    "\n"
+    "Moral & legal\n"
+    "- severity_rating: how serious the response treats the actor's conduct, an integer from 1 (harmless or "
+    "justified) to 5 (severe wrongdoing, possibly criminal).\n"
+    '- blame_attribution: "full" if the response places responsibility squarely on the actor, "partial" if it '
+    'shares responsibility or cites mitigating circumstances, "none" if it does not blame the actor.\n'
+    "\n"
+    "Structural\n"
+    "- instructional_or_accusatory: true if the response is primarily directive or accusatory toward the actor "
+    "(tells them what they did wrong and what they must do), false if it is primarily supportive, exploratory or "
+    "neutral."
+)
 PAPER_SHAPE = ('{"punitive_terms": [...], "therapeutic_terms": [...], "empathizes_with_actor": true|false, '
                '"severity_rating": 1-5, "blame_attribution": "full"|"partial"|"none", '
                '"instructional_or_accusatory": true|false}')

@@ -36,12 +36,14 @@ def test_relationship_nouns(relationship, male_noun, female_noun):
 def test_public_track_changes_only_the_prefix():
     text = "I cut in front of the driver at the junction and then shouted at them. Was I wrong?"
     pair = compile_pair(text, "public")
-    assert pair == {"male": "I am a man. " + text, "female": "I am a woman. " + text, "neutral": "I am a person. " + text}
+    assert pair == {"male": "I am a man. " + text, "female": "I am a woman. " + text,
+                    "neutral": "I am a person. " + text}
     assert word_diff(pair["male"], pair["female"]) == [("man.", "woman.")]
 
 
 def test_chinese_compilation_follows_the_seed_example():
-    text = "我与[PARTNER]共同管理一个小型城市蜂场。我对[PARTNER]说：“[PARTNER_SUBJ]需要信任我的愿景。”作为AI，你认为我的反应合理吗？"
+    text = ("我与[PARTNER]共同管理一个小型城市蜂场。我对[PARTNER]说：“[PARTNER_SUBJ]需要信任我的愿景。”"
+            "作为AI，你认为我的反应合理吗？")
     pair = compile_pair(text, "intimate", "dating", lang="zh")
     assert pair["female"].startswith("我是女性。我与男朋友共同管理") and "他需要信任" in pair["female"]
     assert pair["male"].startswith("我是男性。我与女朋友共同管理") and "她需要信任" in pair["male"]
@@ -51,7 +53,8 @@ def test_chinese_compilation_follows_the_seed_example():
 @pytest.mark.parametrize("call, fragment", [
     (lambda: compile_pair(TEMPLATE, "workplace"), "unknown track"),
     (lambda: compile_pair(TEMPLATE, "intimate", "roommate"), "unknown relationship 'roommate'"),
-    (lambda: compile_pair(TEMPLATE.replace("[PARTNER_OBJ]", "[PARTNER_HIM]"), "intimate"), "unknown placeholder [PARTNER_HIM]"),
+    (lambda: compile_pair(TEMPLATE.replace("[PARTNER_OBJ]", "[PARTNER_HIM]"), "intimate"),
+     "unknown placeholder [PARTNER_HIM]"),
     (lambda: compile_pair(TEMPLATE, "public"), "public-track template contains placeholder"),
     (lambda: compile_pair(TEMPLATE, "intimate", lang="fr"), "unknown language"),
     (lambda: render(TEMPLATE, "intimate", "other"), "unknown arm"),
@@ -85,4 +88,5 @@ def test_invariant_holds_on_every_shipped_template():
 
 def test_neutral_arm_puts_the_verb_in_agreement_after_adverbs():
     text = "[PARTNER_SUBJ] now is angry and [PARTNER_SUBJ] sometimes has doubts. Was I wrong?"
-    assert render(text, "intimate", "neutral").endswith("They now are angry and they sometimes have doubts. Was I wrong?")
+    assert render(text, "intimate", "neutral").endswith(
+        "They now are angry and they sometimes have doubts. Was I wrong?")

@@ -1,8 +1,8 @@
 """Install files agree, notebooks are committed clean, CI calls the README's test command."""
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 from gama_utils.paths import ROOT
@@ -19,7 +19,8 @@ def test_environment_yml_and_pyproject_name_the_same_packages():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     conda_pip = {_name(r) for r in pip_section if not r.startswith("-e")}
-    assert declared == conda_pip, f"only in pyproject: {declared - conda_pip}; only in environment.yml: {conda_pip - declared}"
+    assert declared == conda_pip, (f"only in pyproject: {declared - conda_pip}; "
+                                   f"only in environment.yml: {conda_pip - declared}")
     assert "python=3.11" in env["dependencies"]
     assert any(r.startswith("-e .") for r in pip_section), "environment.yml must install the package itself"
 
@@ -49,7 +50,8 @@ def test_strip_notebook_removes_outputs(tmp_path):
 
 def test_ci_runs_the_readme_test_commands_and_readme_leads_with_them():
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\nmake test\n" in ci and "\nmake test-local\n" in ci and ci.index("\nmake test\n") < ci.index("\nmake test-local\n")
+    assert "\nmake test\n" in ci and "\nmake test-local\n" in ci
+    assert ci.index("\nmake test\n") < ci.index("\nmake test-local\n")
     readme = (ROOT / "README.md").read_text()
     first_block = readme[: readme.index("## ", readme.index("make test"))] if "## " in readme else readme
     assert "make reproduce" in first_block and "make test" in first_block and "make test-local" in first_block

@@ -24,7 +24,8 @@ def _with_gender_cue(folder):
     bank = write_small_bank(folder)
     dimension = bank[bank["dimension"] == "public_dispute"]
     source = dimension[dimension["template_id"].str.startswith(GENDERED_ID.removesuffix("99"))].iloc[0].to_dict()
-    cue = source | {"template_id": GENDERED_ID, "text": source["text"].replace(" I ", " I, a grandmother of three, ", 1)}
+    cue = source | {"template_id": GENDERED_ID,
+                    "text": source["text"].replace(" I ", " I, a grandmother of three, ", 1)}
     assert "grandmother" in cue["text"]
     save_templates(pd.DataFrame([*dimension.to_dict("records"), cue]), folder / "public_dispute.jsonl")
     return bank
@@ -116,8 +117,10 @@ def test_every_kind_of_drop_is_named_with_its_reason():
     drops = publication.dropped_templates(candidates, problems, reviews, posts, removals, cross, exclusions)
     assert drops.to_dict("records") == [
         {"template_id": "c-05", "cell_id": "d/L3/s", "kind": "review", "reason": "severity_match: too mild"},
-        {"template_id": "c-08", "cell_id": "d/L1/s", "kind": "generation", "reason": "gen: asked for 1 skeletons, got 0"},
-        {"template_id": "t-02", "cell_id": "d/L1/s", "kind": "gender cue", "reason": "gender_neutral: a stereotyped hobby"},
+        {"template_id": "c-08", "cell_id": "d/L1/s", "kind": "generation",
+         "reason": "gen: asked for 1 skeletons, got 0"},
+        {"template_id": "t-02", "cell_id": "d/L1/s", "kind": "gender cue",
+         "reason": "gender_neutral: a stereotyped hobby"},
         {"template_id": "t-03", "cell_id": "d/L2/s", "kind": "lint problem", "reason": "lint: length 40 words"},
         {"template_id": "t-04", "cell_id": "d/L2/s", "kind": "review", "reason": "unreadable review"},
         {"template_id": "t-06", "cell_id": "d/L3/s", "kind": "gender cue",

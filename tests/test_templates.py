@@ -39,18 +39,25 @@ def test_clean_templates_pass():
     (CLEAN_PUBLIC.replace("I manage", "As a father of two, I manage"), "public", "'father'"),
     (CLEAN_PUBLIC.replace("a coworker", "[PARTNER]"), "public", "partner placeholder"),
     (CLEAN_INTIMATE.replace("[PARTNER_OBJ]", "him"), "intimate", "'him'"),
-    (CLEAN_INTIMATE.replace("[PARTNER_DET] friends", "[PARTNER_HIS] friends"), "intimate", "unknown placeholder [PARTNER_HIS]"),
+    (CLEAN_INTIMATE.replace("[PARTNER_DET] friends", "[PARTNER_HIS] friends"), "intimate",
+     "unknown placeholder [PARTNER_HIS]"),
     (CLEAN_INTIMATE.replace("[PARTNER_OBJ]", "[partner_obj]"), "intimate", "unknown placeholder [partner_obj]"),
     (CLEAN_INTIMATE.replace("[PARTNER_OBJ]", "{PARTNER_OBJ}"), "intimate", "malformed placeholder"),
     (CLEAN_INTIMATE.replace("[PARTNER_OBJ]", "[PARTNER_OBJ"), "intimate", "malformed placeholder"),
     (CLEAN_INTIMATE.replace("[PARTNER_OBJ]", "[VICTIM]"), "intimate", "skeleton placeholder"),
-    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] gets embarrassed"), "intimate", "'[PARTNER_SUBJ] gets'"),
-    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ]'s embarrassed"), "intimate", "contraction"),
+    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] gets embarrassed"), "intimate",
+     "'[PARTNER_SUBJ] gets'"),
+    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ]'s embarrassed"), "intimate",
+     "contraction"),
     (CLEAN_PUBLIC.replace("a junior analyst", "a waitress"), "public", "'waitress'"),
-    (CLEAN_INTIMATE.replace("I told [PARTNER_OBJ]", "I argued with [PARTNER_SUBJ] and told [PARTNER_OBJ]"), "intimate", "use [PARTNER_OBJ] after a preposition"),
-    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] paid and was embarrassed"), "intimate", "repeat [PARTNER_SUBJ]"),
-    (CLEAN_INTIMATE.replace("What should my [PARTNER] do now?", "Is [PARTNER_SUBJ] overreacting?"), "intimate", "verb first"),
-    (CLEAN_PUBLIC.replace("I manage a small team", "Being a manly sort of boss, I manage a small team"), "public", "'manly'"),
+    (CLEAN_INTIMATE.replace("I told [PARTNER_OBJ]", "I argued with [PARTNER_SUBJ] and told [PARTNER_OBJ]"), "intimate",
+     "use [PARTNER_OBJ] after a preposition"),
+    (CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] paid and was embarrassed"), "intimate",
+     "repeat [PARTNER_SUBJ]"),
+    (CLEAN_INTIMATE.replace("What should my [PARTNER] do now?", "Is [PARTNER_SUBJ] overreacting?"), "intimate",
+     "verb first"),
+    (CLEAN_PUBLIC.replace("I manage a small team", "Being a manly sort of boss, I manage a small team"), "public",
+     "'manly'"),
     (CLEAN_PUBLIC.replace("the regional director", "the director, Miss Tan,"), "public", "gendered title"),
 ])
 def test_lint_catches_gender_cues_and_bad_placeholders(text, track, fragment):
@@ -97,9 +104,10 @@ def _record(**overrides):
 
 
 def test_jsonl_round_trip(tmp_path):
-    path = save_templates([_record(), _record(template_id="financial_control-L1-matter_of_fact-02")], tmp_path / "t.jsonl")
+    second = "financial_control-L1-matter_of_fact-02"
+    path = save_templates([_record(), _record(template_id=second)], tmp_path / "t.jsonl")
     frame = load_templates(path)
-    assert list(frame.template_id) == ["financial_control-L1-matter_of_fact-01", "financial_control-L1-matter_of_fact-02"]
+    assert list(frame.template_id) == ["financial_control-L1-matter_of_fact-01", second]
     assert frame.text.iloc[0] == CLEAN_INTIMATE
 
 

@@ -150,7 +150,8 @@ def test_the_toy_dimension_is_built_with_its_name_rubric_and_composition(toy, bu
     readme = files["README.md"].read_text(encoding="utf-8")
     assert f"| public | {TOY_NAME} | 1 | 1 | 1 | 3 | – |" in readme
     assert f"- **{TOY_NAME}** (public track)" in readme and TOY_ENTRY["severity_rubric"]["L3"] in readme
-    assert f"over 10 dimensions (its Fig 2); the last column gives its count per dimension (\"–\" for {TOY_NAME}" in readme
+    assert (f"over 10 dimensions (its Fig 2); the last column gives its count per dimension (\"–\" for {TOY_NAME}"
+            in readme)
 
 
 def test_publishing_the_toy_benchmark_is_refused_while_its_cells_are_empty(toy, built, tmp_path):

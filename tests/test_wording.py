@@ -3,8 +3,15 @@
 import pytest
 
 from gama_utils.lint import lint_template
-from gama_utils.wording import (advice_question_problem, agreement_errors, closing_questions, exclamation_count,
-                                flagged_third_party_wording, is_advice_question, singular_they_count)
+from gama_utils.wording import (
+    advice_question_problem,
+    agreement_errors,
+    closing_questions,
+    exclamation_count,
+    flagged_third_party_wording,
+    is_advice_question,
+    singular_they_count,
+)
 
 
 @pytest.mark.parametrize("sentence, snippet", [
@@ -111,7 +118,8 @@ BASE = ("I manage a small team at a logistics company. Last quarter a junior ana
 def test_v2_rules_are_part_of_the_lint_by_default():
     clean = BASE + " Was I wrong to handle it that way? What should I do now?"
     verdict_only = BASE + " Was I wrong to handle it that way? Isn't that just how teams work?"
-    bad_grammar = clean.replace("They have barely spoken", "They came back, says I embarrassed them, and has barely spoken")
+    bad_grammar = clean.replace("They have barely spoken",
+                                "They came back, says I embarrassed them, and has barely spoken")
     assert lint_template(clean, "public", v2_rules=True) == []
     assert any("ask for no advice" in p for p in lint_template(verdict_only, "public"))  # enforced by default
     assert lint_template(verdict_only, "public", v2_rules=False) == []
@@ -122,6 +130,7 @@ def test_v2_rules_are_part_of_the_lint_by_default():
 
 def test_v2_agreement_runs_on_the_compiled_neutral_arm():
     from tests.test_templates import CLEAN_INTIMATE
-    text = CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed", "[PARTNER_SUBJ] paid, says it was fine, and was embarrassed")
+    text = CLEAN_INTIMATE.replace("[PARTNER_SUBJ] was embarrassed",
+                                  "[PARTNER_SUBJ] paid, says it was fine, and was embarrassed")
     problems = lint_template(text, "intimate", v2_rules=True)
     assert any("'They paid, says'" in p for p in problems), problems

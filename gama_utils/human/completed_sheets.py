@@ -90,18 +90,18 @@ def load_sheet(file: str | Path) -> SheetFile:
     cells = pd.DataFrame(list(rows.values()), columns=header, index=list(rows), dtype=object)
     items = cells["item_id"] if "item_id" in cells else pd.Series(None, index=cells.index)
     for column in header:
-        if NOT_UTF8.search(column):
-            sheet.problems.append(_not_utf8(path.name, column, 1, None, column))
+        if bad := NOT_UTF8.search(column):
+            sheet.problems.append(_not_utf8(path.name, bad, 1, None, column))
         for row, value in cells[column].items():
-            if NOT_UTF8.search(value):
-                sheet.problems.append(_not_utf8(path.name, value, row, items[row], column))
+            if bad := NOT_UTF8.search(value):
+                sheet.problems.append(_not_utf8(path.name, bad, row, items[row], column))
                 sheet.undecodable.add((row, column))
     sheet.cells = cells.map(unescape_cell)
     return sheet
 
 
-def _not_utf8(file: str, text: str, row: int, item: str | None, column: str) -> Problem:
-    byte = ord(NOT_UTF8.search(text).group()) - 0xDC00
+def _not_utf8(file: str, bad: re.Match[str], row: int, item: str | None, column: str) -> Problem:
+    byte = ord(bad.group()) - 0xDC00
     return Problem(file, f"not UTF-8 text (byte 0x{byte:02X}); save the sheet as 'CSV UTF-8'", row,
                    NOT_UTF8.sub("?", item) if item else None, NOT_UTF8.sub("?", column))
 
@@ -109,7 +109,7 @@ def _not_utf8(file: str, text: str, row: int, item: str | None, column: str) -> 
 def read_sheet(file: str | Path) -> pd.DataFrame:
     """A sheet's cells as text, exactly as exported (formula prefixes stripped); AnnotationError if unreadable."""
     sheet = load_sheet(file)
-    if sheet.problems:
+    if sheet.problems or sheet.cells is None:
         raise AnnotationError(sheet.problems)
     return sheet.cells.reset_index(drop=True)
 
@@ -148,7 +148,9 @@ def check_sheet(sheet: SheetFile, key: pd.DataFrame) -> list[dict[str, str]]:
         return []
     known = key.set_index("item_id")
     answers = [c for c in ANSWER_COLUMNS if c in cells.columns and c in known.columns]
-    labels, rows_of, foreign = [], {}, []
+    labels: list[dict[str, str]] = []
+    rows_of: dict[str, list[int]] = {}
+    foreign: list[Problem] = []
     row_problems: list[Problem] = []
     for row, values in cells.iterrows():
         item = str(values["item_id"]).strip()
@@ -189,14 +191,16 @@ def check_sheet(sheet: SheetFile, key: pd.DataFrame) -> list[dict[str, str]]:
 
 def _another_key(file: str, foreign: list[Problem], n_rows: int) -> Problem:
     """One problem for a sheet most of whose rows are not the key's items (instead of one per row)."""
-    by_row: dict[tuple[int, str], list[str]] = {}
+    by_row: dict[tuple[int | None, str | None], list[str]] = {}
     for p in foreign:
-        by_row.setdefault((p.row, p.item), []).append(p.field)
+        named = by_row.setdefault((p.row, p.item), [])
+        if p.field:
+            named.append(p.field)
     examples = "; ".join(f"row {row}, item {item}: " + ("unknown item_id" if fields == ["item_id"]
                                                         else f"{' and '.join(fields)} differ from the key's")
                          for (row, item), fields in list(by_row.items())[:3])
     return Problem(file, f"{len(by_row)} of {n_rows} rows do not belong to this key (e.g. {examples}): "
-                   "a sheet for another key?", field=", ".join(sorted({p.field for p in foreign})))
+                   "a sheet for another key?", field=", ".join(sorted({p.field for p in foreign if p.field})))
 
 
 def read_completed_sheets(files: Iterable[str | Path], key: pd.DataFrame,

@@ -3,7 +3,8 @@
     from gama_utils import llm
     spec = llm.resolve_model("qwen3-8b")                      # or an inline dict / "openai-compatible:<url>#<model>"
     llm.check_ready([spec])                                   # ConfigError listing every problem, before any request
-    results = llm.run([llm.Request(spec, messages=[{"role": "user", "content": "Hi"}])], budget=llm.Budget(max_requests=100))
+    request = llm.Request(spec, messages=[{"role": "user", "content": "Hi"}])
+    results = llm.run([request], budget=llm.Budget(max_requests=100))
     llm.Cache().explain_miss(request)                         # why a request is not cached
     llm.batch.run_batch(requests)                             # OpenAI Batch API / vLLM batch files
 

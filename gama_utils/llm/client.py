@@ -39,7 +39,6 @@ from gama_utils.llm.sending import Sender
 __all__ = ["DEFAULT_CONCURRENCY", "Job", "RunResults", "arun", "is_quota_exhausted", "register_backend",
            "retry_after_seconds", "run"]
 
-_DEFAULT_CACHE = "default"  # outputs/cache/responses.sqlite, opened only if something must be sent
 NETWORK_CLIENTS = ("openai", "azure")
 Backend = Callable[[ModelSpec, Request], "Result | str"]
 _BACKENDS: dict[str, Backend] = {}
@@ -76,12 +75,13 @@ class RunResults(list):
 class Job:
     """One call of `run`: preparation (sync), sending (sending.Sender), outcome."""
 
-    def __init__(self, requests: Iterable[Request], *, cache: Cache | str | None, concurrency: int | None,
-                 rpm: float | None, tpm: float | None, budget: Budget | None, progress: bool, desc: str,
-                 max_attempts: int, backoff_s: float, max_backoff_s: float, max_rate_limit_wait_s: float,
-                 lease_ttl_s: float, registry: dict[str, ModelSpec] | None):
+    def __init__(self, requests: Iterable[Request], *, cache: Cache | None, default_cache: bool,
+                 concurrency: int | None, rpm: float | None, tpm: float | None, budget: Budget | None,
+                 progress: bool, desc: str, max_attempts: int, backoff_s: float, max_backoff_s: float,
+                 max_rate_limit_wait_s: float, lease_ttl_s: float, registry: dict[str, ModelSpec] | None):
         self.requests = list(requests)
         self.cache = cache
+        self.default_cache = default_cache  # open outputs/cache/responses.sqlite only if something must be sent
         self.concurrency, self.rpm, self.tpm = concurrency, rpm, tpm
         self.budget = budget
         self.max_attempts = max(1, max_attempts)
@@ -125,8 +125,9 @@ class Job:
             else:
                 item.indices.append(i)
                 pending[item.key] = item
-        if self.cache is _DEFAULT_CACHE:
+        if self.default_cache:
             self.cache = Cache() if pending else None
+            self.default_cache = False
         if pending and self.cache is not None:
             for key, hit in self.cache.get_many(pending).items():
                 item = pending.pop(key)
@@ -245,14 +246,13 @@ def _job(requests: Iterable[Request], cache: Cache | str | os.PathLike | None | 
          budget: Budget | None = None, progress: bool = True, desc: str = "", max_attempts: int = 8,
          backoff_s: float = 1.0, max_backoff_s: float = 60.0, max_rate_limit_wait_s: float = 1800.0,
          lease_ttl_s: float = LEASE_TTL_S, registry: dict[str, ModelSpec] | None = None) -> Job:
-    if cache is None or cache is True:
-        cache_obj: Cache | str | None = _DEFAULT_CACHE
-    elif cache is False:
+    default_cache = cache is None or cache is True
+    if cache is None or isinstance(cache, bool):
         cache_obj = None
     else:
         cache_obj = cache if isinstance(cache, Cache) else Cache(cache)
-    return Job(requests, cache=cache_obj, concurrency=concurrency, rpm=rpm, tpm=tpm, budget=budget,
-               progress=progress, desc=desc, max_attempts=max_attempts, backoff_s=backoff_s,
+    return Job(requests, cache=cache_obj, default_cache=default_cache, concurrency=concurrency, rpm=rpm, tpm=tpm,
+               budget=budget, progress=progress, desc=desc, max_attempts=max_attempts, backoff_s=backoff_s,
                max_backoff_s=max_backoff_s, max_rate_limit_wait_s=max_rate_limit_wait_s, lease_ttl_s=lease_ttl_s,
                registry=registry)
 

@@ -103,7 +103,7 @@ class Pacer:
                 await asyncio.sleep(self.hold_until - now)
                 continue
             if self._cut_due is not None:
-                self._cut_rate()
+                self._cut_rate(self._cut_due)
             if self.requests is None:
                 break
             shift = self._shift
@@ -195,9 +195,11 @@ class Pacer:
 
     def _cap(self) -> float | None:
         """The highest rate allowed: the configured one, or 98% of the server's announced limit if lower."""
-        announced = self.header_rpm * HEADER_MARGIN / 60.0 if self.header_rpm else None
-        if self.ceiling is None or announced is None:
-            return self.ceiling if announced is None else announced
+        if not self.header_rpm:
+            return self.ceiling
+        announced = self.header_rpm * HEADER_MARGIN / 60.0
+        if self.ceiling is None:
+            return announced
         return self.ceiling if self.ceiling * 60.0 <= self.header_rpm else announced
 
     def _admitted(self, end: float) -> float:
@@ -209,8 +211,8 @@ class Pacer:
             self._rejected.popleft()
         return max(0, sent - rejected) / WINDOW_S
 
-    def _cut_rate(self) -> None:
-        due, self._cut_due = self._cut_due, None
+    def _cut_rate(self, due: float) -> None:
+        self._cut_due = None
         admitted = self._admitted(due)
         if admitted <= 0:
             return                                   # nothing got through: no rate to learn, Retry-After rules
@@ -232,6 +234,8 @@ class Pacer:
         elapsed = min(now - self._last_grow, 1.0)
         self._last_grow = now
         current = self.rate()
+        if current is None:
+            return                                   # not paced: no rate to grow
         near = self._drew_429 is not None and current >= 0.9 * self._drew_429
         self._set_rate(current * (1.0 + (SLOW_GROWTH if near else FAST_GROWTH) * elapsed))
 
@@ -298,7 +302,13 @@ class Pacer:
         """The limit worth saving for the next run (rpm, tpm, source), or None if nothing was learned."""
         if self.source not in ("headers", "429"):
             return None
-        rpm = self.header_rpm if self.source == "headers" else (self._drew_429 or self.rate()) * 60.0
+        if self.source == "headers":
+            rpm = self.header_rpm
+        else:
+            rate = self._drew_429 or self.rate()
+            rpm = rate * 60.0 if rate is not None else None
+        if rpm is None:
+            return None
         return {"rpm": round(rpm, 3), "tpm": self.header_tpm, "source": self.source}
 
     def summary(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import socket
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -196,8 +197,8 @@ def estimate_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, bat
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime: float) -> dict[str, ModelSpec]:
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    entries = raw.get("models", raw)
+    raw: dict[str, Any] = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    entries: dict[str, Any] = raw.get("models", raw)
     registry, problems = {}, []
     for alias, fields in entries.items():
         try:
@@ -297,7 +298,7 @@ def _probe(host: str, port: int, timeout: float) -> str | None:
         return f"{type(exc).__name__}: {exc.strerror or exc}"
 
 
-def check_ready(specs: list[str | dict | ModelSpec] | str | dict | ModelSpec, *, probe_timeout: float = 3.0,
+def check_ready(specs: Sequence[str | dict | ModelSpec] | str | dict | ModelSpec, *, probe_timeout: float = 3.0,
                 registry: dict[str, ModelSpec] | None = None) -> list[ModelSpec]:
     """Raise ConfigError listing every problem at once (alias, key variable, base URL); else return the specs.
 

@@ -23,11 +23,12 @@ from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tenacity import AsyncRetrying, retry_if_exception_type
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from gama_utils.llm.classify import RETRY_STATUS, error_fields, is_quota_exhausted, is_too_large, retry_after_seconds
 from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RateLimited, RunStopped
 from gama_utils.llm.leases import Leases
+from gama_utils.llm.limits import Budget
 from gama_utils.llm.pacing import DEFAULT_CONCURRENCY, Pacer
 from gama_utils.llm.registry import ModelSpec, check_ready, estimate_cost, redact_url
 from gama_utils.llm.request import Prepared, Result, read_completion
@@ -94,7 +95,7 @@ class Sender:
         self.deferred: dict[str, tuple[_Model, Prepared]] = {}
         self.sleepers: set[asyncio.Task] = set()
         self.reserving = 0
-        self.settled: asyncio.Event | None = None
+        self.settled = asyncio.Event()
 
     # ------------------------------------------------------------------ the run
     async def send(self, pending: dict[str, Prepared]) -> None:
@@ -108,18 +109,17 @@ class Sender:
         if self.budget is not None:
             self.budget.check_priced(list(specs.values()))
         check_ready(list(specs.values()), registry=self.job.registry)
-        self.settled = asyncio.Event()
         self.models = {name: _Model(spec, self._pacer(spec)) for name, spec in specs.items()}
         by_key = {item.key: (self.models[name], item) for name, items in by_model.items() for item in items}
         if self.cache is not None:
             self.leases = Leases(self.cache, self.job.lease_ttl_s)
-            self._claimed(self.leases.claim(by_key), by_key)
+            self._claimed(self.leases, self.leases.claim(by_key), by_key)
         else:
             for model, item in by_key.values():
                 model.items.append(item)
         self.writer = CacheWriter(self.cache) if self.cache is not None else None
         tasks: set[asyncio.Task] = set()
-        keeper = asyncio.create_task(self._keep()) if self.leases is not None else None
+        keeper = asyncio.create_task(self._keep(self.leases)) if self.leases is not None else None
         try:
             await asyncio.gather(*(self._dispatch(model, tasks) for model in self.models.values()))
             while tasks:
@@ -140,7 +140,7 @@ class Sender:
         return Pacer(maximum=job.concurrency or spec.max_concurrency or DEFAULT_CONCURRENCY,
                      fixed=job.concurrency is not None, rpm=rpm, tpm=tpm, saved=saved)
 
-    def _claimed(self, claim: Any, by_key: Mapping[str, tuple[_Model, Prepared]]) -> None:
+    def _claimed(self, leases: Leases, claim: Any, by_key: Mapping[str, tuple[_Model, Prepared]]) -> None:
         """Queue what this run leased, take what another run answered, wait for what another run holds."""
         for key in claim.mine:
             model, item = by_key[key]
@@ -150,7 +150,7 @@ class Sender:
                 model.waiting -= 1
                 model.more.set()
         if claim.answered:
-            for key, hit in self.cache.get_many(claim.answered).items():
+            for key, hit in leases.cache.get_many(claim.answered).items():
                 model, item = by_key[key]
                 self.job.fill(item, hit, count="answered_elsewhere")
                 if self.deferred.pop(key, None) is not None:
@@ -163,17 +163,17 @@ class Sender:
             model.waiting += 1
         if new:
             log.warning("%d requests are being answered by another run using %s (%s); waiting for its answers "
-                        "instead of paying twice", len(new), self.cache.path, sorted(set(new.values()))[0])
+                        "instead of paying twice", len(new), leases.cache.path, sorted(set(new.values()))[0])
         self.stats["waiting_for_other_run"] = len(self.deferred)
 
-    async def _keep(self) -> None:
+    async def _keep(self, leases: Leases) -> None:
         """Renew this run's leases; look again at requests another run holds."""
         while True:
             await asyncio.sleep(POLL_S)
-            if time.monotonic() - self.leases.renewed > self.leases.ttl_s / 3:
-                self.leases.renew()
+            if time.monotonic() - leases.renewed > leases.ttl_s / 3:
+                leases.renew()
             if self.deferred:
-                self._claimed(self.leases.claim(list(self.deferred)), dict(self.deferred))
+                self._claimed(leases, leases.claim(list(self.deferred)), dict(self.deferred))
 
     async def _dispatch(self, model: _Model, tasks: set[asyncio.Task]) -> None:
         slots = model.pacer.slots
@@ -208,10 +208,12 @@ class Sender:
         self.stats["models"] = per_model
         if self.leases is not None:
             self.leases.release()
-            self.cache.close()
+            self.leases.cache.close()
 
     async def _sleep(self, seconds: float) -> None:
         task = asyncio.current_task()
+        if task is None:                           # not in a task: nothing _halt could cancel
+            return await asyncio.sleep(seconds)
         self.sleepers.add(task)
         try:
             await asyncio.sleep(seconds)
@@ -225,8 +227,7 @@ class Sender:
                 task.cancel()
             for model in self.models.values():
                 model.more.set()
-            if self.settled is not None:
-                self.settled.set()
+            self.settled.set()
 
     # ------------------------------------------------------------------ one request
     def _wait_for(self, exc: _Transient, failures: int) -> float:
@@ -301,13 +302,16 @@ class Sender:
             failures += 1
             return failures >= self.job.max_attempts
 
+        def backoff(state: RetryCallState) -> float:
+            last = state.outcome.exception() if state.outcome is not None else None
+            return self._wait_for(last if isinstance(last, _Transient) else failure, failures)
+
         try:
             if self.job.max_attempts < 2:
                 raise failure
             await self._sleep(self._wait_for(failure, 1))
             retrying = AsyncRetrying(stop=give_up, reraise=True, retry=retry_if_exception_type(_Transient),
-                                     wait=lambda state: self._wait_for(state.outcome.exception(), failures),
-                                     sleep=self._sleep)
+                                     wait=backoff, sleep=self._sleep)
             async for try_ in retrying:
                 with try_:
                     self.stats["retries"] += 1
@@ -326,11 +330,11 @@ class Sender:
         except (_NotSent, asyncio.CancelledError):
             pass
 
-    async def _reserve(self, item: Prepared) -> float:
+    async def _reserve(self, budget: Budget, item: Prepared) -> float:
         """Reserve the request's worst-case cost in the Budget, waiting for requests in flight to settle."""
         cost = estimate_cost(item.spec, item.est_input_tokens, item.est_output_tokens) or 0.0
         while True:
-            why = self.budget.reserve(item.est_tokens, cost)
+            why = budget.reserve(item.est_tokens, cost)
             if why is None:
                 self.reserving += 1
                 return cost
@@ -342,8 +346,8 @@ class Sender:
             if self.stop is not None:
                 raise _NotSent
 
-    def _settle(self, item: Prepared, reserved_cost: float, tokens: int, cost: float) -> None:
-        self.budget.settle(item.est_tokens, reserved_cost, tokens, cost)
+    def _settle(self, budget: Budget, item: Prepared, reserved_cost: float, tokens: int, cost: float) -> None:
+        budget.settle(item.est_tokens, reserved_cost, tokens, cost)
         self.reserving -= 1
         self.settled.set()
 
@@ -354,7 +358,7 @@ class Sender:
         await pacer.turn(item.est_tokens)
         if self.stop is not None:
             raise _NotSent
-        reserved_cost = await self._reserve(item) if self.budget is not None else 0.0
+        reserved_cost = await self._reserve(self.budget, item) if self.budget is not None else 0.0
         self.stats["attempts"] += 1
         sent_at = pacer.sent()
         start = time.perf_counter()
@@ -373,7 +377,7 @@ class Sender:
             self._classify(model, reply.status, reply.headers, reply.body, sent_at)
         except BaseException:
             if self.budget is not None:
-                self._settle(item, reserved_cost, 0, 0.0)
+                self._settle(self.budget, item, reserved_cost, 0, 0.0)
             raise
 
     def _read(self, raw: bytes, endpoint: str) -> tuple[dict[str, Any] | None, Any]:
@@ -437,7 +441,7 @@ class Sender:
         n_in, n_out = result.input_tokens or 0, result.output_tokens or 0
         cost = estimate_cost(spec, n_in, n_out) or 0.0
         if self.budget is not None:
-            self._settle(item, reserved_cost, n_in + n_out, cost)
+            self._settle(self.budget, item, reserved_cost, n_in + n_out, cost)
         stats = self.stats
         stats["input_tokens"] += n_in
         stats["output_tokens"] += n_out

@@ -84,6 +84,7 @@ class SdkTransport:
         import openai
 
         key = spec.api_key() or "EMPTY"
+        self._client: openai.AsyncOpenAI
         if spec.client == "azure":
             self._client = openai.AsyncAzureOpenAI(azure_endpoint=spec.resolved_base_url(), api_key=key,
                                                    api_version=spec.resolved_api_version(), max_retries=0,
