@@ -97,11 +97,11 @@ def select(notebooks: list[Path], wanted: Iterable[str | int] | None, where: str
     """The notebooks named by stem or number (all when none are named), and the names that match none."""
     if not wanted:
         return notebooks, []
-    wanted = [str(w) for w in wanted]
+    names = [str(w) for w in wanted]
     stems = [nb.stem for nb in notebooks]
-    unknown = [f"{where}: {w}: no such notebook{closest(w, stems)}; notebooks: {', '.join(stems)}" for w in wanted
+    unknown = [f"{where}: {w}: no such notebook{closest(w, stems)}; notebooks: {', '.join(stems)}" for w in names
                if w not in stems and w.zfill(2) not in [s[:2] for s in stems]]
-    chosen = [nb for nb in notebooks if nb.stem in wanted or nb.stem[:2] in [w.zfill(2) for w in wanted]]
+    chosen = [nb for nb in notebooks if nb.stem in names or nb.stem[:2] in [w.zfill(2) for w in names]]
     return chosen, unknown
 
 

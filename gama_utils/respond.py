@@ -13,8 +13,8 @@ import hashlib
 import json
 import random
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import pandas as pd
 
@@ -135,7 +135,7 @@ def answer_status(responses: pd.DataFrame) -> pd.Series:
 
 
 def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
-    """Per model: n, failed / empty / truncated / refused counts, tokens, estimated cost (USD), latency (mean, p95, max).
+    """Per model: n, failed / empty / truncated / refused counts, tokens, cost (USD), latency (mean, p95, max).
 
     The cost is None for a model the registry cannot price (an imported model name, an inline spec).
     """
@@ -247,7 +247,8 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
         if arm not in ARMS:
             problems.append(f"{where}: arm {arm!r} is not one of {list(ARMS)}")
         if not isinstance(model, str) or not model.strip():
-            problems.append(f"{where}: model is empty" if is_missing(model) else f"{where}: model {model!r} is not text")
+            problems.append(f"{where}: model is empty" if is_missing(model)
+                            else f"{where}: model {model!r} is not text")
         if is_missing(answer) and not isinstance(answer, str):
             problems.append(f"{where}: answer is missing (write an empty string for an empty answer)")
         elif not isinstance(answer, str):
@@ -264,7 +265,7 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
         pair = known.loc[pair_id]
         prompt = pair[f"prompt_{arm}"]
         rows.append({"pair_id": pair_id, **{c: pair[c] for c in ("track", "dimension", "severity", "style")},
-                     "model": model.strip(), "group": _text(record.get("group")) or OTHER_GROUP, "arm": arm,
+                     "model": str(model).strip(), "group": _text(record.get("group")) or OTHER_GROUP, "arm": arm,
                      "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt), "answer": answer,
                      "reasoning": _text(record.get("reasoning")), "finish_reason": _text(record.get("finish_reason")),
                      "input_tokens": None, "output_tokens": None, "latency_s": None, "error": None, "cached": False,

@@ -31,6 +31,7 @@ import pandas as pd
 import yaml
 
 from . import credentials, parameters, profiles
+from .llm.registry import ModelSpec
 from .parameters import ParameterError
 from .paths import NOTEBOOKS, ROOT
 from .run_folders import ANYWHERE_ENV, RunFolderError, atomic_write, run_dir
@@ -132,10 +133,11 @@ def git_commit() -> str | None:
         return None
 
 
-def update_manifest(run: str | Path, stage: str, models: Iterable[object] = (), **entries: object) -> Path:
+def update_manifest(run: str | Path, stage: str, models: Iterable[str | dict | ModelSpec] = (),
+                    **entries: object) -> Path:
     """Record a stage's parameters and facts in run_dir/manifest.json, then check the run's files for key values.
 
-    `models` (aliases, inline specs or ModelSpecs the stage called; "lexicon" is skipped) are recorded
+    `models` (aliases, inline specs or ModelSpecs the stage called) are recorded
     under "models" by alias without credentials; a plumbing-check model marks the whole run as one. Every
     stage ends here, so this is where a file holding the value of a key the run's models use stops the run
     (credentials.SecretInFileError naming the file).
@@ -145,8 +147,6 @@ def update_manifest(run: str | Path, stage: str, models: Iterable[object] = (), 
     path = run_dir(run) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     for model in models:
-        if model is None or model == "lexicon":
-            continue
         spec = llm.resolve_model(model)
         manifest.setdefault("models", {})[spec.alias] = spec.public_dict()
         manifest["plumbing_check"] = bool(manifest.get("plumbing_check")) or spec.plumbing_check

@@ -3,7 +3,6 @@ value written into a run's file stops the run naming the file."""
 
 import json
 
-import pandas as pd
 import pytest
 
 from gama_utils import credentials, runs

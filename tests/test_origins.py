@@ -3,8 +3,8 @@ other settings, another benchmark file, another evaluator's scores. A resumed ru
 
 import json
 
-import papermill
 import pandas as pd
+import papermill
 import pytest
 
 from gama_utils import evaluate, llm, respond, runs

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-
 from browser import console_messages, find_chromium, load_page  # noqa: E402
+
 from gama_utils import report, tables  # noqa: E402
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."

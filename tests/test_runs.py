@@ -28,7 +28,8 @@ def test_manifest_keeps_every_stage(tmp_path):
     runs.update_manifest(tmp_path, "04_respond", backend="sim", n_pairs=3)
     runs.update_manifest(tmp_path, "05_evaluate", evaluator="lexicon")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["stages"]["04_respond"]["n_pairs"] == 3 and manifest["stages"]["05_evaluate"]["evaluator"] == "lexicon"
+    assert manifest["stages"]["04_respond"]["n_pairs"] == 3
+    assert manifest["stages"]["05_evaluate"]["evaluator"] == "lexicon"
     assert manifest["packages"]["pandas"] == pd.__version__
 
 
