@@ -53,7 +53,8 @@ class Entry:
 def check(entry: Entry, where: str = "artifact entry") -> Entry:
     """`entry` if every field is usable, else an ArtifactIndexError naming `where` and the field."""
     if not isinstance(entry.name, str) or not NAME.fullmatch(entry.name):
-        raise ArtifactIndexError(f"{where}: name {entry.name!r} must be a file stem of letters, digits, '_', '.' or '-'")
+        raise ArtifactIndexError(f"{where}: name {entry.name!r} must be a file stem of letters, digits, '_', '.' "
+                                 "or '-'")
     for field in ("section", "explanation", "notebook"):
         value = getattr(entry, field)
         if not isinstance(value, str) or not value.strip():
@@ -108,7 +109,7 @@ def ordered(entries: Iterable[Entry]) -> list[Entry]:
     def place(e: Entry) -> tuple[str, int]:
         return (e.notebook, position[e.name])
 
-    first = {}
+    first: dict[str, tuple[str, int]] = {}
     for e in sorted(entries, key=place):
         first.setdefault(e.section, place(e))
 

@@ -132,7 +132,7 @@ def simulation_evidence(manifest: dict, items: list[Artifact], notebooks: list[P
     reasons += [f"table caption: {a.table.name}" for a in items
                 if a.table is not None and not a.control and "SIMULATED" in table_caption(a.table)]
     for nb in notebooks:
-        parameters = _read_json(nb, {}).get("metadata", {}).get("papermill", {}).get("parameters", {})
+        parameters = _read_object(nb).get("metadata", {}).get("papermill", {}).get("parameters", {})
         reasons += [f"notebook {nb.stem}: {where}" for where in _simulated_entries(parameters)]
     return reasons
 
@@ -160,8 +160,10 @@ def read_folder(path: Path) -> Run:
     """Read what a run folder holds for its report; a missing manifest or timings file leaves them empty."""
     if not path.is_dir():
         raise FileNotFoundError(f"run folder {path} does not exist")
-    manifest = _read_json(path / "manifest.json", {})
+    manifest = _read_object(path / "manifest.json")
     timings = _read_json(path / "timings.json", [])
+    if not isinstance(timings, list):
+        raise ValueError(f"{path / 'timings.json'}: expected a list of rows")
     bad = [i for i, row in enumerate(timings) if not {"notebook", "seconds"} <= set(row)]
     if bad:
         raise ValueError(f"{path / 'timings.json'}: row {bad[0]} lacks 'notebook' or 'seconds'")
@@ -172,13 +174,21 @@ def read_folder(path: Path) -> Run:
                [s for s in statements if s])
 
 
-def _read_json(path: Path, empty: dict | list) -> dict | list:
+def _read_json(path: Path, empty: object) -> object:
     if not path.exists():
         return empty
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON: {error}") from error
+
+
+def _read_object(path: Path) -> dict:
+    """A JSON object file ({} when missing); anything else is an error naming the file."""
+    value = _read_json(path, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def run_facts(run: Run, generated: str) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ def key_of_label(label: object) -> str | None:
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Strings in the paper's style for a table made by `gama_utils.tables` (kind in attrs); others get 3 significant digits."""
+    """Strings in the paper's style for a `gama_utils.tables` table (kind in attrs); others get 3 significant digits."""
     kind = table.attrs.get("kind")
     formatted = table.copy().astype(object)
     for column in table.columns:

@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from browser import console_messages, find_chromium, load_page  # noqa: E402
-from gama_utils import artifacts, emit, report, tables  # noqa: E402
+from gama_utils import artifacts, emit, report  # noqa: E402
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."
 FIGURES = {"figures": ["fig7_transitions_intimate", "fig11_dimension_intimate", "mystery_plot"],
