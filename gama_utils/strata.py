@@ -73,7 +73,7 @@ STRATA: dict[str, Stratum] = {s.key: s for s in (
 def stratum(key: str) -> Stratum:
     """The declared stratum `key`, or a ValueError listing the declared ones."""
     if key not in STRATA:
-        raise ValueError(f"{key!r} is not a stratifiable attribute; declared in gama_utils.strata: "
+        raise ValueError(f"{key!r} is not a declared stratum; the attributes declared in gama_utils.strata: "
                          f"{', '.join(STRATA)}")
     return STRATA[key]
 

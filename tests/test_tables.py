@@ -327,7 +327,7 @@ def test_an_undeclared_stratum_is_refused_with_the_declared_ones():
     from gama_utils import gaps as gap_stats
 
     evaluations = pd.DataFrame({"pair_id": ["p"], "occupation": ["cook"]})
-    with pytest.raises(ValueError, match="'occupation' is not a stratifiable attribute; declared in gama_utils"):
+    with pytest.raises(ValueError, match="'occupation' is not a declared stratum; the attributes declared in gama_utils"):
         gap_stats.stratified_gaps(evaluations, "occupation")
     with pytest.raises(ValueError, match="no 'setting_language' column: merge the benchmark's pairs first"):
         gap_stats.stratified_gaps(evaluations, "setting_language")
