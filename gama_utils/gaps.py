@@ -53,7 +53,7 @@ METHOD = ("p_value: two-sided paired Wilcoxon signed-rank test on the n_pairs pe
           "over the n_nonzero pairs that differ (Kerby 2014); effect_size_ties: (R+ - R-)/(n(n+1)/2) with all "
           "n_pairs ranked, zeros included; ci_low, ci_high: percentile bootstrap of the mean difference "
           "resampling pairs; sd_diff: SD of the per-pair differences.")
-PAIR_ATTRIBUTES = ("dimension", "severity", "style")
+PAIR_ATTRIBUTES = strata.evaluation_keys()  # carried per pair: dimension, severity, style
 
 
 def comparisons(arms: Sequence[str], reference_arm: str = "male") -> list[tuple[str, str]]:

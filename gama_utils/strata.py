@@ -78,6 +78,11 @@ def stratum(key: str) -> Stratum:
     return STRATA[key]
 
 
+def evaluation_keys() -> tuple[str, ...]:
+    """The attributes every evaluation row carries (the condition cell: dimension, severity, style)."""
+    return tuple(k for k, s in STRATA.items() if s.source == "evaluations")
+
+
 def benchmark_keys() -> tuple[str, ...]:
     """The attributes that come from the benchmark's pairs (merged into evaluations by pair_id)."""
     return tuple(k for k, s in STRATA.items() if s.source == "benchmark")
