@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gama_utils import judges, lexicon_agreement
+from gama_utils.escaping import markdown_cell
 from gama_utils.paths import LEXICONS, ROOT
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def statement(judge: object) -> str | None:
     stored, document = files
     result = json.loads(stored.read_text(encoding="utf-8"))
     name = judge.name if isinstance(judge, judges.Judge) else str(judge)
-    parts = [f"**Judge `{name}`: measured agreement with hand scores** "
+    parts = [f"**Judge {markdown_cell(name)}: measured agreement with hand scores** "
              f"(`{stored.relative_to(ROOT).as_posix()}`; explained in `{document.relative_to(ROOT).as_posix()}`).",
              limits_paragraph(document), lexicon_agreement.summary(result)]
     version = lexicon_agreement.lexicon_version()

@@ -280,6 +280,9 @@ def test_the_run_report_shows_every_registered_artifact_in_its_section(offline_r
     order = [md.index(f"## {s}\n") for s in artifacts.SECTIONS if s != artifacts.BENCHMARK]  # 03 did not run here
     assert order == sorted(order)
     assert "## Measured limits of the judges" in md and "not for absolute levels of the six metrics" in md
+    assert "not for absolute levels of the six metrics" in _output_text(offline_run, "08_robustness")
+    assert "No measured agreement with hand scores is stored for the judge sim/Gemini-3-Pro" in _output_text(
+        offline_run, "05_evaluate")
 
 
 TOY_NOTEBOOK = {
