@@ -1,5 +1,7 @@
 """Emitting a notebook's tables and figures in one call: written in every format, shown, registered for the report.
 
+The calls return nothing, so a cell that ends with one shows the table or figure once, not a repr.
+
     out = emit.Outputs(run, "06_analyze")
     out.table(tables.paper_layout(result, "intimate"), "table2_intimate", caption="Intimate track",
               explanation="Table 2: male, female and Δ = female − male per metric.", section=artifacts.MAIN)
@@ -36,8 +38,8 @@ class Outputs:
         self.show = show
 
     def table(self, table: pd.DataFrame, name: str, caption: str, explanation: str, section: str,
-              simulated: bool | None = None, control: bool = False) -> dict[str, Path]:
-        """Write `table` as CSV, Markdown and LaTeX, show it in the paper's style, register it; returns the paths.
+              simulated: bool | None = None, control: bool = False) -> None:
+        """Write `table` as CSV, Markdown and LaTeX (tables/<name>.*), show it in the paper's style, register it.
 
         `simulated` as in `write_table` (default: the table's attrs); `control` marks a simulated check
         by design (the planted-null table) whose SIMULATED caption must not make a real run simulated.
@@ -49,25 +51,21 @@ class Outputs:
             shown = paths["md"].read_text(encoding="utf-8").splitlines()[0]
             display(Markdown(f"**{shown}** {markdown_text(entry.explanation)}"))
             display(format_table(table))
-        return paths
 
-    def figure(self, fig: Figure, name: str, explanation: str, section: str) -> dict[str, Path]:
-        """Write `fig` as PNG and PDF, show it once, register it; returns the paths. The figure is closed."""
+    def figure(self, fig: Figure, name: str, explanation: str, section: str) -> None:
+        """Write `fig` as PNG and PDF (figures/<name>.*), show it once, register it; the figure is closed."""
         entry = self._entry(name, explanation, section)
-        paths = save_figure(fig, self.run / "figures", name)
+        save_figure(fig, self.run / "figures", name)
         artifacts.register(self.run, entry)
         if self.show:
             note = provenance_note(self.run / "figures", simulated=False)
             display(Markdown(markdown_text(f"{note} {entry.explanation}".strip())))
             display(fig)
         plt.close(fig)
-        return paths
 
-    def register(self, name: str, explanation: str, section: str, control: bool = False) -> artifacts.Entry:
+    def register(self, name: str, explanation: str, section: str, control: bool = False) -> None:
         """Register an artifact (its files written by this notebook or by other code) for the run report."""
-        entry = self._entry(name, explanation, section, control)
-        artifacts.register(self.run, entry)
-        return entry
+        artifacts.register(self.run, self._entry(name, explanation, section, control))
 
     def _entry(self, name: str, explanation: str, section: str, control: bool = False) -> artifacts.Entry:
         return artifacts.check(artifacts.Entry(name, section, explanation, self.notebook, control))
