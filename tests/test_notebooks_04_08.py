@@ -328,3 +328,14 @@ def test_a_new_notebook_is_run_and_reported_without_editing_a_list(offline_run, 
     assert toy_at < md.index("### toy_mean_delta\n") < md.index("### toy_bars\n")
     assert "*The mean Δ over models and tracks per metric.* (from 09_toy)" in md
     assert "| [09_toy](notebooks/09_toy.ipynb) |" in md
+
+
+def test_the_variants_are_put_beside_the_papers_tables_7_and_8(offline_run):
+    side = _csv(offline_run, "paper_side_by_side_qwen")
+    printed = paper.qwen_results().set_index(["model", "track", "metric"])["delta"]
+    gaps = runs.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
+        ["model", "track", "metric"])["delta"]
+    row = side[(side.Track == "Intimate Track") & (side.Model == "sim/Qwen3-0.6B")].iloc[0]
+    assert row["Puni. Paper Δ"] == pytest.approx(printed[("Qwen3-0.6B", "intimate", "puni")])  # −0.01, Table 7
+    assert row["Puni. Run Δ"] == pytest.approx(gaps[("sim/Qwen3-0.6B", "intimate", "puni")])
+    assert len(side) == 2 * 7, "the paper's seven Qwen3 variants on both tracks"
