@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from gama_utils import stats
+from gama_utils import stats, strata
 from gama_utils.metrics import continuous_keys, metric, metric_keys, scale
 from gama_utils.schema import ARMS, GAPS, evaluations_columns, require
 
@@ -53,7 +53,7 @@ METHOD = ("p_value: two-sided paired Wilcoxon signed-rank test on the n_pairs pe
           "over the n_nonzero pairs that differ (Kerby 2014); effect_size_ties: (R+ - R-)/(n(n+1)/2) with all "
           "n_pairs ranked, zeros included; ci_low, ci_high: percentile bootstrap of the mean difference "
           "resampling pairs; sd_diff: SD of the per-pair differences.")
-PAIR_ATTRIBUTES = ("dimension", "severity", "style")
+PAIR_ATTRIBUTES = strata.evaluation_keys()  # carried per pair: dimension, severity, style
 
 
 def comparisons(arms: Sequence[str], reference_arm: str = "male") -> list[tuple[str, str]]:
@@ -193,16 +193,20 @@ def with_groups(frame: pd.DataFrame, evaluations: pd.DataFrame) -> pd.DataFrame:
 
 
 def stratified_gaps(evaluations: pd.DataFrame, stratum: str, **kwargs) -> pd.DataFrame:
-    """`paired_gaps` within each level of a pair attribute (dimension for App. B.1, severity for B.2)."""
-    if stratum not in PAIR_ATTRIBUTES:
-        raise ValueError(f"stratum must be one of {', '.join(PAIR_ATTRIBUTES)}; got {stratum!r}")
-    return paired_gaps(evaluations, by=(stratum,), **kwargs)
+    """`paired_gaps` within each level of a declared pair attribute (`gama_utils.strata`).
+
+    Dimension (App. B.1), severity (B.2) and style ride on every evaluation; the scenario metadata
+    (setting region and language, partner occupation and its stereotype, affected third party) is
+    merged from the benchmark first (`selections.with_pair_metadata`). Pairs without a value form
+    the stratum's `missing` level.
+    """
+    return paired_gaps(strata.with_levels(evaluations, stratum), by=(stratum,), **kwargs)
 
 
 def stratum_columns(gaps: pd.DataFrame) -> list[str]:
-    """The columns of a gaps frame that split cells beyond model × track × metric: evaluation columns
-    used in `by` (dimension, severity, style, evaluator, ...); other extra columns are ignored."""
-    columns = evaluations_columns()
+    """The columns of a gaps frame that split cells beyond model × track × metric: declared strata
+    (`gama_utils.strata`) and evaluation columns used in `by` (evaluator, ...); other extra columns are ignored."""
+    columns = set(evaluations_columns()) | set(strata.STRATA)
     return [c for c in gaps.columns if c in columns and c not in GAPS and c != "arm"]
 
 

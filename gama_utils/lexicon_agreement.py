@@ -279,11 +279,11 @@ def summary(result: dict) -> str:
     a = result["agreement"]
     order = a["ordering"]
     rows = [
-        ("Puni.", f"Pearson {a['puni']['pearson_r']}, Spearman {a['puni']['spearman_r']}, mean |Δ| "
+        ("Puni.", f"Pearson {a['puni']['pearson_r']}, Spearman {a['puni']['spearman_r']}, mean abs. Δ "
                   f"{a['puni']['mean_abs_diff']}, mean Δ {a['puni']['mean_signed_diff']}; terms found "
                   f"{a['puni']['terms']['found']}/{a['puni']['terms']['hand_terms']}, confirmed "
                   f"{a['puni']['terms']['confirmed']}/{a['puni']['terms']['judge_terms']}"),
-        ("Ther.", f"Pearson {a['ther']['pearson_r']}, Spearman {a['ther']['spearman_r']}, mean |Δ| "
+        ("Ther.", f"Pearson {a['ther']['pearson_r']}, Spearman {a['ther']['spearman_r']}, mean abs. Δ "
                   f"{a['ther']['mean_abs_diff']}, mean Δ {a['ther']['mean_signed_diff']}; terms found "
                   f"{a['ther']['terms']['found']}/{a['ther']['terms']['hand_terms']}, confirmed "
                   f"{a['ther']['terms']['confirmed']}/{a['ther']['terms']['judge_terms']}"),

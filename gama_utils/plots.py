@@ -16,6 +16,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 
 from gama_utils import tables
 from gama_utils.ablation import Comparison, short_name
@@ -140,8 +141,12 @@ def forest(gaps: pd.DataFrame, metrics: Sequence[str] | None = None, comparison:
 def save_figure(fig: Figure, directory: str | Path, name: str) -> dict[str, Path]:
     """Write the figure as name.png (200 dpi) and name.pdf; returns the paths.
 
-    In a run that used a plumbing-check model the figure carries that note at its top.
+    In a run that used a plumbing-check model the figure carries that note at its top. Every text is
+    drawn as written: a model name such as "a$\\foo$" is never read as mathtext (which would fail or
+    typeset it).
     """
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     note = tables.provenance_note(directory, simulated=False)

@@ -1,34 +1,41 @@
-"""The paper's tables from a gaps frame (Tables 2-3, 6; App. B.1-B.2) and the run beside the paper.
+"""The paper's tables from a gaps frame (Tables 2-3, 6; App. B.1-B.2 and other strata) and the run beside the paper.
 
-Table functions return numeric DataFrames (for notebooks and CSV); `format_table` renders the
-paper's number style (two decimals for counts and the rating, rates in %, signed Δ, p as
-"<.001"), which `write_table` uses for Markdown and LaTeX. A frame's `attrs` carry its kind and
-whether any of its rows is simulated.
+Table functions return numeric DataFrames (for notebooks and CSV); a frame's `attrs` carry its
+kind and whether any of its rows is simulated. `format_table` (the paper's number style) and
+`write_table` (CSV, Markdown, LaTeX, each escaped) live in `gama_utils.table_files` and are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gama_utils import gaps as gap_stats
-from gama_utils import runs
-from gama_utils.grid import BY_SLUG, TRACKS
-from gama_utils.metrics import CORE_TEST_METRICS, by_label, metric, metric_keys
+from gama_utils import strata
+from gama_utils.grid import TRACKS
+from gama_utils.metrics import CORE_TEST_METRICS, metric, metric_keys
 from gama_utils.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
 from gama_utils.schema import OTHER_GROUP, require
+from gama_utils.table_files import (
+    DELTA,
+    PLUMBING_NOTE,
+    SIMULATED_NOTE,
+    format_table,
+    key_of_label,
+    provenance_note,
+    write_table,
+)
+
+__all__ = ["DELTA", "PLUMBING_NOTE", "SIMULATED_NOTE", "format_table", "key_of_label", "provenance_note",
+           "write_table"]  # re-exported from gama_utils.table_files; the rest is defined here
 
 GROUP_LABELS = {"proprietary": "Proprietary models", "open-source": "Open-source models",
                 "qwen-variants": "Qwen variants", OTHER_GROUP: "Other models"}
 TRACK_LABELS = {"intimate": "Intimate Track", "public": "Public Track"}
-DELTA = "Δ"
-SIMULATED_NOTE = "SIMULATED data (synthetic answers from the sim backend; not a finding)."
-PLUMBING_NOTE = ("PLUMBING CHECK (real answers from a tiny local model, meaningless as findings; "
-                 "this run checks the pipeline on a real server).")
 
 # Across-model averages the paper states in §4.2 (DESIGN §7): (track, metric, value, decimals printed).
 PAPER_STATEMENTS: tuple[tuple[str, str, float, int], ...] = (
@@ -125,7 +132,7 @@ def pvalue_table(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS,
 
 def pvalue_details(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRICS,
                  comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
-    """Table 6 in long form: per model × track × metric, Δ, pairs, the test, its zsplit sensitivity and both effect sizes.
+    """Table 6 in long form: per model × track × metric, Δ, pairs, the test, its zsplit check and both effect sizes.
 
     Rows (Track, Group, Model, Metric); "Holm decision changes" is True where p_holm and p_holm_zsplit
     fall on different sides of .05. Notes as `pvalue_table`.
@@ -156,10 +163,13 @@ def pvalue_details(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRIC
 
 def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None, per_model: bool = False,
                      comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
-    """App. B.1 / B.2: Δ per stratum (dimension or severity) and metric, averaged over models (or per model).
+    """Δ per level of a declared stratum (`gama_utils.strata`) and metric, averaged over models (or per model).
 
-    Rows (Track, stratum) or, with per_model, (Track, Model, stratum); columns metric labels.
+    App. B.1 / B.2 are the dimension and severity tables; the scenario metadata (setting, partner
+    occupation stereotype, ...) works the same way. Rows (Track, stratum) or, with per_model,
+    (Track, Model, stratum); columns metric labels. attrs["notes"] give the pairs per level.
     """
+    declared = strata.stratum(stratum)
     require(gaps, (stratum,), "stratified gaps")
     others = [c for c in gap_stats.stratum_columns(gaps) if c != stratum]
     if others:
@@ -174,23 +184,31 @@ def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None,
     table = values.pivot_table(index=keys, columns="metric", values="delta", aggfunc="first")
     metrics = [m for m in metric_keys() if m in table.columns]
     table = table[metrics].rename(columns=lambda m: metric(m).label)
-    table = table.reindex(sorted(table.index, key=lambda key: _stratum_order(key, stratum, cells)))
+    table = table.reindex(sorted(table.index, key=lambda key: _stratum_order(key, declared)))
     table.index = pd.MultiIndex.from_tuples(
-        [(TRACK_LABELS.get(key[0], key[0]), *key[1:-1], stratum_label(stratum, key[-1])) for key in table.index],
-        names=["Track", *(["Model"] if per_model else []), stratum.capitalize()])
+        [(TRACK_LABELS.get(key[0], key[0]), *key[1:-1], declared.level_name(key[-1])) for key in table.index],
+        names=["Track", *(["Model"] if per_model else []), declared.label])
     table.columns.name = f"{DELTA} ({comparison})"
-    return _tag(table, "stratified", cells)
-
-
-def key_of_label(label: object) -> str | None:
-    """The key of the metric shown as `label` ("Puni." → "puni"), or None."""
-    found = by_label(str(label))
-    return found.key if found else None
+    table = _tag(table, "stratified", cells)
+    table.attrs["notes"] = [_pairs_per_level(cells, declared)]
+    return table
 
 
 def stratum_label(stratum: str, value: str) -> str:
-    """Readable name of a stratum level (dimension slug → its name; severity as is)."""
-    return BY_SLUG[value].name if stratum == "dimension" and value in BY_SLUG else str(value)
+    """Readable name of a stratum level (dimension slug → its name; others as declared in `gama_utils.strata`)."""
+    return strata.stratum(stratum).level_name(value)
+
+
+def _pairs_per_level(cells: pd.DataFrame, declared: strata.Stratum) -> str:
+    """'Pairs per level (...): <level> n, ...', the most pairs any model has in a level (tracks apart)."""
+    if "n_pairs" not in cells.columns or cells["n_pairs"].isna().all():
+        return f"{DELTA} = female − male averaged over models within each level."
+    most = cells.groupby(["track", declared.key])["n_pairs"].max()
+    parts = [f"{TRACK_LABELS.get(t, t)}: " + ", ".join(
+        f"{declared.level_name(level)} {int(most[(t, level)])}"
+        for level in sorted(most[t].index, key=declared.level_rank)) for t in TRACKS if t in most.index]
+    return (f"Pairs per level (the most any model has; a level with few pairs gives a wide, unstable "
+            f"{DELTA}): " + "; ".join(parts) + ".")
 
 
 def paper_gaps(paper: pd.DataFrame) -> pd.DataFrame:
@@ -288,63 +306,14 @@ def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataF
     return table
 
 
-def format_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Strings in the paper's style for a table made here (kind in attrs); other frames get 3 significant digits."""
-    kind = table.attrs.get("kind")
-    formatted = table.copy().astype(object)
-    for column in table.columns:
-        key, part = _column_metric(column, kind)
-        formatted[column] = [_format_cell(v, kind, key, part) for v in table[column]]
-    return formatted
-
-
-def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: str,
-                simulated: bool | None = None) -> dict[str, Path]:
-    """Write name.csv (numbers), name.md and name.tex (paper style) with the caption; returns the paths.
-
-    The caption starts with "SIMULATED" when `simulated` (default: the table's attrs) is true, and
-    with "PLUMBING CHECK" when the run the folder belongs to used a plumbing-check model. The CSV
-    carries a `simulated` column (True/False; a table's own per-row column is kept). attrs["notes"]
-    (a string or a list of them) follow the table in the Markdown and LaTeX files.
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    simulated = table.attrs.get("simulated", False) if simulated is None else simulated
-    caption = f"{provenance_note(directory, simulated)} {caption}".lstrip()
-    notes = table.attrs.get("notes") or []
-    notes = [notes] if isinstance(notes, str) else list(notes)
-    paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("csv", "md", "tex")}
-    flat = _flatten(table)
-    if "simulated" not in flat.columns:
-        flat["simulated"] = bool(simulated)
-    flat.to_csv(paths["csv"], index=False)
-    shown = _flatten(format_table(table), blank_repeats=True)
-    note_text = f"\n\nNotes. {' '.join(notes)}" if notes else ""
-    paths["md"].write_text(f"{caption}\n\n{shown.to_markdown(index=False, disable_numparse=True)}{note_text}\n",
-                           encoding="utf-8")
-    latex = _latex_frame(format_table(table)).to_latex(
-        index=False, escape=False, caption=_latex_escape(caption), label=f"tab:{name}", multicolumn=True,
-        multicolumn_format="c", column_format="l" * _index_frame(table).shape[1] + "r" * table.shape[1])
-    if notes:
-        latex = latex.replace("\\end{table}", f"\\par\\smallskip\\footnotesize Notes. "
-                                              f"{_latex_escape(' '.join(notes))}\n\\end{{table}}")
-    paths["tex"].write_text(latex, encoding="utf-8")
-    return paths
-
-
-def provenance_note(directory: str | Path, simulated: bool) -> str:
-    """What a table or figure written into `directory` (a run's tables/ or figures/) must say it is, or ""."""
-    if simulated:
-        return SIMULATED_NOTE
-    return PLUMBING_NOTE if runs.plumbing_check(Path(directory).parent) else ""
-
-
 def select_cells(gaps: pd.DataFrame, track: str | None = None, comparison: str = gap_stats.PAPER_COMPARISON,
-            stratified: bool | None = None) -> pd.DataFrame:
+                 stratified: bool | None = None) -> pd.DataFrame:
+    """The gaps rows of one comparison (and track); stratified=False refuses gaps split by a stratum."""
     require(gaps, ("model", "track", "metric", "male", "female", "delta"), "gaps")
-    strata = gap_stats.stratum_columns(gaps)
-    if stratified is False and strata:
-        raise ValueError(f"gaps are stratified by {', '.join(strata)}; use stratified_table, or paired_gaps without by")
+    stratified_by = gap_stats.stratum_columns(gaps)
+    if stratified is False and stratified_by:
+        raise ValueError(f"gaps are stratified by {', '.join(stratified_by)}; use stratified_table, "
+                         "or paired_gaps without by")
     cells = gaps if "comparison" not in gaps.columns else gaps[gaps["comparison"] == comparison]
     if track is not None:
         if track not in TRACKS:
@@ -360,11 +329,9 @@ def _tag(table: pd.DataFrame, kind: str, cells: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _stratum_order(key: tuple, stratum: str, cells: pd.DataFrame) -> tuple:
-    order = list(BY_SLUG) if stratum == "dimension" else sorted(cells[stratum].astype(str).unique())
-    level = str(key[-1])
+def _stratum_order(key: tuple, declared: strata.Stratum) -> tuple:
     track = TRACKS.index(key[0]) if key[0] in TRACKS else len(TRACKS)
-    return (track, *[str(k) for k in key[1:-1]], order.index(level) if level in order else len(order), level)
+    return (track, *[str(k) for k in key[1:-1]], declared.level_rank(key[-1]))
 
 
 def _model_key(name: str) -> str:
@@ -372,81 +339,4 @@ def _model_key(name: str) -> str:
     return re.sub(r"[^0-9a-z]", "", str(name).lower().removeprefix("sim/"))
 
 
-def _column_metric(column, kind: str | None) -> tuple[str | None, str]:
-    """(metric key, part) of a column: part is the sub-column label (Male, Δ, Run Δ, ...) or ''."""
-    label, part = (column[0], column[1]) if isinstance(column, tuple) else (column, "")
-    if kind is None:
-        return None, part
-    if kind == "pvalues":
-        return key_of_label(part), "p"
-    if kind == "tests":
-        return None, "p" if str(label).split(" ")[0] == "p" else ""
-    if kind == "stratified":
-        return key_of_label(label), DELTA
-    return key_of_label(label), part
-
-
-def _format_cell(value, kind: str | None, key: str | None, part: str) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "–"
-    if part == "p":
-        return "<.001" if value < 0.001 else f"{value:.3f}".lstrip("0")
-    if part == "Same sign":
-        return "yes" if value else "no"
-    if key is None:
-        return f"{value:.3g}" if isinstance(value, (float, np.floating)) else str(value)
-    signed = DELTA in part
-    if metric(key).is_rate:
-        return f"{value:+.1f}%" if signed else f"{value:.1f}%"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
-def _flatten(table: pd.DataFrame, blank_repeats: bool = False) -> pd.DataFrame:
-    """Index levels as leading columns and 'Metric Part' column names; repeated index labels blanked if asked."""
-    flat = table.copy()
-    flat.columns = [" ".join(str(p) for p in c if str(p)) if isinstance(c, tuple) else str(c) for c in flat.columns]
-    index = _index_frame(flat)
-    index = _blank_repeats(index) if blank_repeats else index
-    return pd.concat([index, flat.reset_index(drop=True)], axis=1)
-
-
-def _index_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The index levels as columns; none for a plain row number (an unnamed RangeIndex)."""
-    if isinstance(table.index, pd.RangeIndex) and table.index.name is None:
-        return pd.DataFrame(index=range(len(table)))
-    return table.index.to_frame(index=False)
-
-
-def _blank_repeats(index: pd.DataFrame) -> pd.DataFrame:
-    """Blank an outer index label where it and every label before it repeat the row above (grouped rows)."""
-    levels = list(index.columns)
-    shown = index.astype(object)
-    for position, level in enumerate(levels[:-1]):
-        prefix = levels[:position + 1]
-        repeated = (index[prefix] == index[prefix].shift()).all(axis=1)
-        shown[level] = shown[level].where(~repeated, "")
-    return shown
-
-
-def _latex_frame(formatted: pd.DataFrame) -> pd.DataFrame:
-    flat = formatted.map(_latex_escape)
-    index = _blank_repeats(_index_frame(formatted).map(_latex_escape))
-    if isinstance(formatted.columns, pd.MultiIndex):
-        flat.columns = pd.MultiIndex.from_tuples([tuple(_latex_escape(str(p)) for p in c) for c in formatted.columns])
-        index.columns = pd.MultiIndex.from_tuples([(_latex_escape(str(c)),) + ("",) * (formatted.columns.nlevels - 1)
-                                                   for c in index.columns])
-    else:
-        flat.columns = [_latex_escape(str(c)) for c in formatted.columns]
-        index.columns = [_latex_escape(str(c)) for c in index.columns]
-    return pd.concat([index, flat.reset_index(drop=True)], axis=1)
-
-
 _PAPER_NAMES = {_model_key(m): m for m in MAIN_MODELS + QWEN_VARIANTS}
-
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-          "Δ": r"$\Delta$", "−": "-", "–": "--", "×": r"$\times$", "<": r"$<$", ">": r"$>$"}
-
-
-def _latex_escape(text) -> str:
-    return "".join(_LATEX.get(ch, ch) for ch in str(text))

@@ -1,40 +1,97 @@
-"""04 → 08 headless under papermill, offline, on 20 pairs: every stage writes its artifacts."""
+"""Every analysis notebook (notebooks/NN_*.ipynb from 04 on, found by the glob) headless under papermill, offline,
+on 20 pairs: each stage writes its artifacts, the tables beyond the paper hold what an independent computation
+gives, every artifact reaches the run report in its section, and a new notebook needs no list edited."""
 
 import json
+import math
+import shutil
 
+import numpy as np
+import pandas as pd
 import papermill
 import pytest
+import statsmodels.api as sm
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
 
-from gama_utils import report, runs
+from gama_utils import artifacts, paper, publication, report, runs
+from gama_utils.compilation import METADATA_COLUMNS
+from gama_utils.metrics import CORE_TEST_METRICS, metric
 from gama_utils.mirror import compile_pair
 from gama_utils.paths import NOTEBOOKS
 from gama_utils.templates import load_templates
 
-FAST = {"06_analyze": {"n_boot": 200, "mixed_effects": False}, "07_ablation": {"n_boot": 200, "limit": 20},
-        "08_robustness": {"n_boot": 200, "human_n": 20}}
+pytestmark = pytest.mark.slow
+
+FAST = {"06_analyze": {"mixed_effects": False}, "07_ablation": {"limit": 20}, "08_robustness": {"human_n": 20}}
+COMMON = {"n_boot": 200}  # passed to every notebook that declares the parameter
+STEREOTYPE_FIRST = {"female": 0, "male": 1, "none": 2}
+TOY = "Toy analysis (beyond the paper)"
 
 
-@pytest.fixture(scope="module")
-def offline_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("run")
-    bank = load_templates().groupby("dimension").head(2).reset_index(drop=True)
+def analysis_notebooks(folder=NOTEBOOKS) -> list:
+    """The numbered notebooks this module runs: all of them but the benchmark construction (01-03, run by
+    tests/test_notebooks_01_03.py through publication.rebuild)."""
+    return [nb for nb in runs.notebooks_in_order(folder) if nb.stem not in publication.STAGES]
+
+
+def parameters_for(notebook, run, pairs) -> dict:
+    declared = set(papermill.inspect_notebook(str(notebook)))
+    common = {**COMMON, "pairs_path": str(pairs)}
+    return {"run_dir": str(run), **{k: v for k, v in common.items() if k in declared}, **FAST.get(notebook.stem, {})}
+
+
+def fixture_pairs() -> pd.DataFrame:
+    """Two templates per dimension, those whose partner has a stereotyped occupation first, mirror-compiled."""
+    bank = load_templates()
+    bank = bank.assign(rank=bank["occupation_stereotype"].map(STEREOTYPE_FIRST).fillna(3)).sort_values(
+        "rank", kind="stable").groupby("dimension").head(2).sort_index().reset_index(drop=True)
     rows = []
     for i, t in enumerate(bank.itertuples()):
         prompts = compile_pair(t.text, t.track, t.relationship or "partner")
         rows.append({"pair_id": f"T-{i:03d}", "template_id": t.template_id, "track": t.track,
                      "dimension": t.dimension, "severity": t.severity, "style": t.style,
-                     "relationship": t.relationship, **{f"prompt_{a}": p for a, p in prompts.items()}})
+                     "relationship": t.relationship, **{f"prompt_{a}": p for a, p in prompts.items()},
+                     **{c: getattr(t, c) if isinstance(getattr(t, c), str) else None for c in METADATA_COLUMNS}})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run")
     pairs = root / "pairs.jsonl"
-    pairs.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in fixture_pairs().to_dict("records")), encoding="utf-8")
     run = root / "offline"
-    (run / "notebooks").mkdir(parents=True)
-    for name in ("04_respond", "05_evaluate", "06_analyze", "07_ablation", "08_robustness"):
-        params = {"run_dir": str(run), **FAST.get(name, {})}
-        if name in ("04_respond", "07_ablation"):
-            params["pairs_path"] = str(pairs)
-        papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(run / "notebooks" / f"{name}.ipynb"),
-                                   parameters=params, kernel_name="gama-bench", progress_bar=False)
+    runs.execute_notebooks(analysis_notebooks(), run, lambda nb: parameters_for(nb, run, pairs), label="test")
     return run
+
+
+def _csv(run, name: str) -> pd.DataFrame:
+    return pd.read_csv(run / "tables" / f"{name}.csv")
+
+
+def _output_text(run, notebook: str) -> str:
+    return json.dumps(json.loads((run / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8")))
+
+
+def _sighted(run) -> pd.DataFrame:
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    evaluations = runs.load(run, "evaluations")
+    return evaluations[(evaluations.evaluator == manifest["stages"]["05_evaluate"]["evaluator"]) & ~evaluations.blind]
+
+
+def test_every_numbered_notebook_is_executed(offline_run):
+    found = {nb.stem for nb in runs.notebooks_in_order()}
+    executed = {p.stem for p in (offline_run / "notebooks").glob("*.ipynb")}
+    assert found == set(publication.STAGES) | executed and {"04_respond", "08_robustness"} <= executed
+    assert {row["notebook"] for row in json.loads((offline_run / "timings.json").read_text())} == executed
+
+
+@pytest.mark.parametrize("notebook", runs.notebooks_in_order(), ids=lambda p: p.stem)
+def test_every_notebook_opens_with_what_it_reads_writes_and_how_to_read_it(notebook):
+    opening = "".join(json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"])
+    for heading in ("**Reads", "**Writes", "**How to read the outputs:**"):
+        assert heading in opening, (notebook.stem, heading)
 
 
 def test_every_stage_writes_its_artifacts(offline_run):
@@ -53,20 +110,232 @@ def test_every_stage_writes_its_artifacts(offline_run):
         assert (offline_run / "figures" / f"{name}.pdf").exists(), name
 
 
-def test_manifest_records_the_stages_and_no_secret(offline_run):
+def test_manifest_records_the_stages_the_benchmark_and_no_secret(offline_run):
     manifest = json.loads((offline_run / "manifest.json").read_text(encoding="utf-8"))
     assert {"04_respond", "05_evaluate", "07_ablation", "08_robustness"} <= set(manifest["stages"])
     assert manifest["stages"]["04_respond"]["backend"] == "sim"
+    pairs = offline_run.parent / "pairs.jsonl"
+    assert manifest["stages"]["04_respond"]["benchmark"] == pairs.as_posix()
+    assert manifest["stages"]["04_respond"]["benchmark_sha256"] == runs.file_sha256(pairs)
     assert "api_key" not in json.dumps(manifest).lower().replace("api_key_env", "")
 
 
 def test_the_paper_agreement_figures_appear_in_the_run(offline_run):
     agreement = (offline_run / "tables" / "evaluator_agreement.csv").read_text(encoding="utf-8")
-    paper_row = next(line for line in agreement.splitlines() if line.startswith("paper"))
+    paper_row = next(line for line in agreement.splitlines() if line.startswith('"paper'))
     assert ",0.974576" in paper_row and ",0.959829" in paper_row and ",1.80283" in paper_row
 
 
-def test_the_run_report_shows_every_figure(offline_run):
-    html = report.build_report(offline_run)["html"].read_text(encoding="utf-8")
-    assert "SIMULATED" in html
-    assert html.count("data:image/png;base64,") >= len(list((offline_run / "figures").glob("*.png")))
+# ---------------------------------------------------------------- 06: the tables beyond the paper (issue 16)
+
+def test_table6_tests_hold_the_gaps_tests_and_the_zsplit_decisions(offline_run):
+    gaps = runs.load(offline_run, "gaps").query("comparison == 'female-male'")
+    tests = _csv(offline_run, "table6_tests")
+    assert len(tests) == 10 * 2 * 4, "ten models × two tracks × the four core metrics"
+    labels = {metric(k).label: k for k in CORE_TEST_METRICS}  # Table 6's four: Puni., Ther., Emp.-Agg., Instr.
+    cells = gaps.assign(Track=gaps.track.map({"intimate": "Intimate Track", "public": "Public Track"}))
+    merged = tests.assign(metric=tests.Metric.map(labels)).merge(
+        cells, left_on=["Track", "Model", "metric"], right_on=["Track", "model", "metric"])
+    assert len(merged) == len(tests)
+    np.testing.assert_allclose(merged["p"], merged["p_value"], rtol=1e-12)
+    np.testing.assert_allclose(merged["p Holm zsplit"], merged["p_holm_zsplit"], rtol=1e-12)
+    flips = (merged["p_holm"] < 0.05) != (merged["p_holm_zsplit"] < 0.05)
+    assert merged["Holm decision changes"].tolist() == flips.tolist()
+
+
+def test_power_is_statsmodels_ttest_power_at_the_runs_median_n_and_spread(offline_run):
+    gaps = runs.load(offline_run, "gaps").query("comparison == 'female-male'")
+    power = _csv(offline_run, "power")
+    assert len(power) == 2 * 6
+    for row in power.itertuples():
+        cell = gaps[(gaps.track == row.track) & (gaps.metric == row.metric)]
+        n, sd = cell["n_pairs"].median(), cell["sd_diff"].median()
+        effect = TTestPower().solve_power(nobs=int(n), alpha=0.05, power=0.8, alternative="two-sided")
+        m = int(gaps["holm_family_size"].max())
+        effect_holm = TTestPower().solve_power(nobs=int(n), alpha=0.05 / m, power=0.8, alternative="two-sided")
+        assert (row.n_pairs, row.sd_diff) == pytest.approx((n, sd))
+        assert (row.mdd, row.mdd_holm) == pytest.approx((effect * sd, effect_holm * sd), rel=1e-9)
+
+
+def test_power_plan_is_the_pairs_statsmodels_needs_for_the_papers_averages(offline_run):
+    plan = _csv(offline_run, "power_plan")
+    averages = paper.track_averages(paper.main_results()).set_index(["track", "metric"])["delta"]
+    assert len(plan) == 2 * 6
+    for row in plan.itertuples():
+        assert row.target_delta == pytest.approx(averages[(row.track, row.metric)])
+        if row.target_delta != 0 and row.sd_diff > 0:
+            n = TTestPower().solve_power(effect_size=abs(row.target_delta) / row.sd_diff, alpha=0.05, power=0.8,
+                                         alternative="two-sided")
+            assert row.pairs_needed == math.ceil(n), row
+
+
+def test_one_sample_per_prompt_has_no_sampling_variance_table(offline_run):
+    assert not (offline_run / "tables" / "sampling_variance.csv").exists()
+    assert "One sample per prompt: there is no sampling variance" in _output_text(offline_run, "06_analyze")
+
+
+def test_the_null_check_is_a_registered_simulated_control(offline_run):
+    table = _csv(offline_run, "null_check")
+    caption = (offline_run / "tables" / "null_check.md").read_text(encoding="utf-8").splitlines()[0]
+    assert caption.startswith("SIMULATED") and "planted null" in caption
+    assert list(table.scope) == ["model × track × metric", "… × dimension", "… × severity", "all"]
+    assert (table.raw_rate == table.raw_rejections / table.cells).all()
+    assert ((table.raw_ci_low <= table.raw_rate) & (table.raw_rate <= table.raw_ci_high)).all()
+    assert (table.holm_rate <= table.raw_rate).all()
+    entry = next(e for e in artifacts.read_index(offline_run) if e.name == "null_check")
+    assert entry.control and entry.section == artifacts.CHECKS and entry.notebook == "06_analyze"
+
+
+# ---------------------------------------------------------------- 06: gaps by scenario metadata (issue 17.6)
+
+def _level_delta(run, attribute: str, values, level: str, metric_column: str, track: str | None = None) -> float:
+    """Mean over models of the mean female − male difference over the pairs of one level, by hand."""
+    rows = _sighted(run).merge(values, on="pair_id")
+    rows = rows[rows[attribute] == level]
+    rows = rows if track is None else rows[rows.track == track]
+    wide = rows.pivot_table(index=["model", "pair_id"], columns="arm", values=metric_column, aggfunc="mean")
+    return float((wide["female"] - wide["male"]).groupby(level="model").mean().mean())
+
+
+def test_gaps_by_the_partner_occupations_stereotype_match_a_hand_computation(offline_run):
+    pairs = fixture_pairs()
+    table = _csv(offline_run, "occupation_stereotype_gaps")
+    assert list(table["Partner occupation stereotype"]) == ["female-stereotyped", "male-stereotyped",
+                                                            "not stereotyped", "no occupation named"][:len(table)]
+    assert set(table.Track) == {"Intimate Track"}
+    stereotype = pairs[["pair_id", "occupation_stereotype"]]
+    for level, name in (("female", "female-stereotyped"), ("male", "male-stereotyped")):
+        shown = table.set_index("Partner occupation stereotype").loc[name, "Puni."]
+        assert shown == pytest.approx(_level_delta(offline_run, "occupation_stereotype", stereotype, level,
+                                                   "punitive_count", "intimate"))
+    notes = (offline_run / "tables" / "occupation_stereotype_gaps.md").read_text(encoding="utf-8")
+    n_female = int((pairs.occupation_stereotype == "female").sum())
+    assert f"female-stereotyped {n_female}" in notes  # five female-stereotyped pairs in the fixture
+    outputs = _output_text(offline_run, "06_analyze")
+    assert "congruent in the male-actor arm" in outputs
+
+
+def test_gaps_by_setting_language_match_a_hand_computation(offline_run):
+    from gama_utils.bank_metadata import english_speaking
+
+    pairs = fixture_pairs()
+    setting = pairs.assign(language=pairs.setting_region.map(
+        lambda r: "unspecified" if english_speaking(r) is None else "English-speaking" if english_speaking(r)
+        else "not English-speaking"))[["pair_id", "language"]]
+    table = _csv(offline_run, "setting_gaps").set_index(["Track", "Setting"])
+    for track, label in (("intimate", "Intimate Track"), ("public", "Public Track")):
+        for level in set(setting.language) & set(table.loc[label].index):
+            assert table.loc[(label, level), "Full-Bl."] == pytest.approx(
+                100 * _level_delta(offline_run, "language", setting, level, "full_blame", track))
+
+
+# ---------------------------------------------------------------- 07: the ablation tests (issue 16)
+
+def test_ablation_differences_are_paired_changes_with_holm_across_rows(offline_run):
+    differences = _csv(offline_run, "ablation_differences")
+    gaps = runs.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
+        ["model", "track", "metric"])
+    assert set(differences.axis) == {"Scale", "Post-training", "Reasoning mode"}
+    np.testing.assert_allclose(differences.difference, differences.delta_to - differences.delta_from, atol=1e-12)
+    tested = differences.p_value.notna()  # a metric no pair differs on has no test and leaves the Holm family
+    assert differences.p_holm[~tested].isna().all() and tested.sum() > 10
+    np.testing.assert_allclose(differences.p_holm[tested], multipletests(differences.p_value[tested], method="holm")[1],
+                               rtol=1e-12)
+    for row in differences.itertuples():  # every pair answered by every variant: Δ over shared pairs = the gaps' Δ
+        assert row.delta_from == pytest.approx(gaps.loc[(row.from_model, row.track, row.metric), "delta"])
+        assert row.delta_to == pytest.approx(gaps.loc[(row.to_model, row.track, row.metric), "delta"])
+
+
+def test_ablation_trend_is_the_wls_slope_over_log2_size(offline_run):
+    """Intimate Puni.: WLS of each Scale variant's Δ on log2(size), weights n / var(d), fitted here by statsmodels."""
+    stage = json.loads((offline_run / "manifest.json").read_text(encoding="utf-8"))["stages"]["07_ablation"]
+    models = next(c["models"] for c in stage["comparisons"] if c["axis"] == "Scale")
+    size = {t["alias"]: t["size_b"] for t in stage["targets"]}
+    evaluations = runs.load(offline_run, "evaluations_qwen").query("track == 'intimate'")
+    wide = evaluations.pivot_table(index=["model", "pair_id"], columns="arm", values="punitive_count")
+    d = (wide["female"] - wide["male"]).unstack("model")[models]
+    assert (d.var(ddof=1) > 0).all(), "every variant's d has spread: the weights are n / var(d)"
+    x = np.log2([size[m] for m in models])
+    slope = sm.WLS(d.mean().to_numpy(), sm.add_constant(x), weights=d.count() / d.var(ddof=1)).fit().params[1]
+    row = _csv(offline_run, "ablation_trend").query("track == 'intimate' and metric == 'puni'").iloc[0]
+    assert row.n_models == len(models) and row.weighting == "1/SE²"
+    assert row.slope == pytest.approx(slope, rel=1e-9) and row.ci_low <= row.slope <= row.ci_high
+
+
+# ---------------------------------------------------------------- the report and a new notebook
+
+def test_the_run_report_shows_every_registered_artifact_in_its_section(offline_run):
+    entries = artifacts.read_index(offline_run)
+    names = {e.name for e in entries}
+    for folder in ("tables", "figures"):
+        assert {p.stem for p in (offline_run / folder).iterdir()} <= names, f"an unregistered file in {folder}/"
+    paths = report.build_report(offline_run)
+    page, md = paths["html"].read_text(encoding="utf-8"), paths["md"].read_text(encoding="utf-8")
+    assert 'id="simulated-banner"' in page
+    assert page.count("data:image/png;base64,") >= len(list((offline_run / "figures").glob("*.png")))
+    assert f"## {artifacts.OTHER}" not in md
+    for entry in entries:
+        section_at = md.index(f"## {entry.section}\n")
+        assert section_at < md.index(f"### {entry.name}\n"), entry.name
+    order = [md.index(f"## {s}\n") for s in artifacts.SECTIONS if s != artifacts.BENCHMARK]  # 03 did not run here
+    assert order == sorted(order)
+    assert "## Measured limits of the judges" in md and "not for absolute levels of the six metrics" in md
+    assert "not for absolute levels of the six metrics" in _output_text(offline_run, "08_robustness")
+    assert "No measured agreement with hand scores is stored for the judge sim/Gemini-3-Pro" in _output_text(
+        offline_run, "05_evaluate")
+
+
+TOY_NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": [
+            "# 09_toy: mean Δ per metric (a collaborator's notebook)\n\n**Reads** under `run_dir`: `gaps.jsonl` (06).\n"
+            "**Writes** under `run_dir`: the `toy_mean_delta` table and the `toy_bars` figure.\n\n"
+            "**How to read the outputs:** Δ < 0: the male actor got more of the metric."]},
+        {"cell_type": "code", "execution_count": None, "metadata": {"tags": ["parameters"]}, "outputs": [],
+         "source": ['run_dir = "outputs/runs/offline"  # the run folder whose gaps.jsonl is read']},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": [
+            "import matplotlib.pyplot as plt\n",
+            "from gama_utils import emit, runs, selections\n\n",
+            "run = runs.run_dir(run_dir)\n",
+            'out = emit.Outputs(run, "09_toy")\n',
+            'gaps = selections.paper_comparison(runs.load(run, "gaps"))\n',
+            'means = gaps.groupby("metric", as_index=False)["delta"].mean()\n',
+            f'out.table(means, "toy_mean_delta", caption="Mean Δ per metric", section="{TOY}",\n',
+            '          explanation="The mean Δ over models and tracks per metric.")\n',
+            "fig, ax = plt.subplots()\n",
+            "ax.bar(means.metric, means.delta)\n",
+            f'out.figure(fig, "toy_bars", explanation="The same means as bars.", section="{TOY}")']}],
+    "metadata": {"kernelspec": {"display_name": "Python (gama-bench)", "language": "python", "name": "gama-bench"}},
+    "nbformat": 4, "nbformat_minor": 4,
+}
+
+
+def test_a_new_notebook_is_run_and_reported_without_editing_a_list(offline_run, tmp_path):
+    folder = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, folder)
+    (folder / "09_toy.ipynb").write_text(json.dumps(TOY_NOTEBOOK), encoding="utf-8")
+    found = analysis_notebooks(folder)
+    assert [nb.stem for nb in found][-1] == "09_toy" and len(found) == len(analysis_notebooks()) + 1
+    run = tmp_path / "run"
+    shutil.copytree(offline_run, run)
+    runs.execute_notebooks([folder / "09_toy.ipynb"], run, lambda nb: {"run_dir": str(run)}, label="toy")
+    expected = runs.load(run, "gaps").query("comparison == 'female-male'").groupby("metric")["delta"].mean()
+    table = _csv(run, "toy_mean_delta").set_index("metric")["delta"]
+    pd.testing.assert_series_equal(table.sort_index(), expected.sort_index(), check_names=False)
+    md = report.build_report(run)["md"].read_text(encoding="utf-8")
+    toy_at = md.index(f"## {TOY}\n")
+    assert max(md.index(f"## {s}\n") for s in artifacts.SECTIONS if s != artifacts.BENCHMARK) < toy_at
+    assert toy_at < md.index("### toy_mean_delta\n") < md.index("### toy_bars\n")
+    assert "*The mean Δ over models and tracks per metric.* (from 09_toy)" in md
+    assert "| [09_toy](notebooks/09_toy.ipynb) |" in md
+
+
+def test_the_variants_are_put_beside_the_papers_tables_7_and_8(offline_run):
+    side = _csv(offline_run, "paper_side_by_side_qwen")
+    printed = paper.qwen_results().set_index(["model", "track", "metric"])["delta"]
+    gaps = runs.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
+        ["model", "track", "metric"])["delta"]
+    row = side[(side.Track == "Intimate Track") & (side.Model == "sim/Qwen3-0.6B")].iloc[0]
+    assert row["Puni. Paper Δ"] == pytest.approx(printed[("Qwen3-0.6B", "intimate", "puni")])  # −0.01, Table 7
+    assert row["Puni. Run Δ"] == pytest.approx(gaps[("sim/Qwen3-0.6B", "intimate", "puni")])
+    assert len(side) == 2 * 7, "the paper's seven Qwen3 variants on both tracks"

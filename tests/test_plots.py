@@ -144,3 +144,17 @@ def test_composites_need_all_six_metrics():
     with pytest.raises(ValueError, match="sev"):
         plots.composites(frame[frame["metric"] != "sev"], "intimate")
     assert np.isfinite(plots.composites(frame, None)[["blame", "therapeutic"]].to_numpy()).all()
+
+
+def test_model_names_with_dollar_signs_are_drawn_as_written(tmp_path):
+    # "a$\foo$b" would be read as mathtext and fail to typeset (ValueError at savefig) if it were parsed.
+    hostile = {"A": "a$\\foo$b", "B": "$5 <script>"}
+    frame = composite_frame().assign(model=lambda f: f["model"].map(hostile))
+    fig = plots.transitions(frame, "intimate")
+    paths = plots.save_figure(fig, tmp_path / "figures", "transitions")
+    assert paths["png"].read_bytes()[:4] == b"\x89PNG" and paths["pdf"].read_bytes()[:4] == b"%PDF"
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert set(hostile.values()) <= set(legend)
+    forest = plots.forest(frame)
+    plots.save_figure(forest, tmp_path / "figures", "forest")
+    assert [t.get_text() for t in forest.axes[0].get_yticklabels()] == list(hostile.values())

@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from browser import console_messages, find_chromium, load_page  # noqa: E402
 
-from gama_utils import report, tables  # noqa: E402
+from gama_utils import artifacts, emit, report  # noqa: E402
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."
 FIGURES = {"figures": ["fig7_transitions_intimate", "fig11_dimension_intimate", "mystery_plot"],
@@ -44,8 +44,23 @@ def _table(folder: Path, name: str, frame: pd.DataFrame, caption: str) -> None:
     (folder / f"{name}.md").write_text(f"{caption}\n\n{table}\n", encoding="utf-8")
 
 
+# (name, notebook, section, explanation), registered in an order unlike the report's: sections follow the
+# paper, then a section of one's own; within a section, notebook then registration order.
+REGISTERED = (
+    ("table4_human", "08_robustness", artifacts.HUMAN, "Table 4. Human validation (paper Table 4)."),
+    ("fig11_dimension_intimate", "06_analyze", artifacts.STRATA, "Figure 11. Δ per dimension (paper Fig 11)."),
+    ("table2_intimate", "06_analyze", artifacts.MAIN,
+     "Table 2. Intimate track: male, female and Δ = female − male per metric (paper Table 2)."),
+    ("fig7_transitions_intimate", "06_analyze", artifacts.MAIN, "Figure 7. Arrows from female to male (paper Fig 7)."),
+    ("table6_pvalues", "06_analyze", artifacts.MAIN, "Table 6. Raw p-values (paper Table 6)."),
+    ("composition", "03_compile", artifacts.BENCHMARK, "Figure 2. Composition of the benchmark (paper Fig 2)."),
+)
+REPORT_ORDER = ["composition", "table2_intimate", "fig7_transitions_intimate", "table6_pvalues", "table4_human",
+                "fig11_dimension_intimate"]
+
+
 def make_run(root: Path, simulated: bool = True) -> Path:
-    """A run folder written in an order unlike the paper's (alphabetical would put fig7 before table2)."""
+    """A run folder written and registered in an order unlike the paper's (alphabetical would put fig7 first)."""
     run = root / ("offline" if simulated else "real")
     for folder, names in FIGURES.items():
         (run / folder).mkdir(parents=True, exist_ok=True)
@@ -64,6 +79,8 @@ def make_run(root: Path, simulated: bool = True) -> Path:
     manifest = {"created": "2025-05-01T09:59:00Z", "git_commit": "0123456789abcdef0123456789abcdef01234567",
                 "python": "3.11.2", "packages": {"pandas": "2.2.3"}, "stages": {"04_respond": stage}}
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    for name, notebook, section, explanation in REGISTERED:
+        emit.Outputs(run, notebook, show=False).register(name, explanation, section)
     return run
 
 
@@ -113,16 +130,41 @@ def test_wall_times_commit_and_creation_time(sim_run):
 
 def test_paper_order_then_unknown_artifacts_last(sim_run):
     _, paths = sim_run
-    paper = ["composition", "table2_intimate", "fig7_transitions_intimate", "table6_pvalues", "table4_human",
-             "fig11_dimension_intimate"]
     html_page = paths["html"].read_text(encoding="utf-8")
     md = paths["md"].read_text(encoding="utf-8")
-    html_at = [html_page.index(f'<article id="{n}">') for n in paper + ["mystery_plot", "zz_unlisted"]]
-    md_at = [md.index(f"### {n}\n") for n in paper + ["mystery_plot", "zz_unlisted"]]
+    html_at = [html_page.index(f'<article id="{n}">') for n in REPORT_ORDER + ["mystery_plot", "zz_unlisted"]]
+    md_at = [md.index(f"### {n}\n") for n in REPORT_ORDER + ["mystery_plot", "zz_unlisted"]]
     assert html_at == sorted(html_at) and md_at == sorted(md_at)
     assert md.index("## Other artifacts") < md.index("### mystery_plot")
     assert html_page.index("<h2>Other artifacts</h2>") < html_page.index('<article id="mystery_plot">')
     assert "Table 2. Intimate track: male, female and Δ = female − male per metric (paper Table 2)." in md
+    assert "*Table 4. Human validation (paper Table 4).* (from 08_robustness)" in md
+    assert md.index(f"## {artifacts.MAIN}") < md.index(f"## {artifacts.HUMAN}") < md.index(f"## {artifacts.STRATA}")
+
+
+def test_a_new_notebooks_section_follows_the_papers_and_a_rerun_keeps_places(sim_run):
+    run, _ = sim_run
+    toy = emit.Outputs(run, "09_toy", show=False)
+    (run / "tables" / "toy_table.csv").write_text("a\n1\n", encoding="utf-8")
+    toy.register("toy_table", "How to read the toy table.", "Toy analysis (beyond the paper)")
+    emit.Outputs(run, "06_analyze", show=False).register("table2_intimate", "Table 2, explained again.",
+                                                           artifacts.MAIN)
+    entries = artifacts.read_index(run)
+    assert [e.name for e in entries][:3] == ["table4_human", "fig11_dimension_intimate", "table2_intimate"]
+    assert entries[2].explanation == "Table 2, explained again."
+    md = report.build_report(run)["md"].read_text(encoding="utf-8")
+    assert md.index(f"## {artifacts.STRATA}") < md.index("## Toy analysis (beyond the paper)") < md.index(
+        "## Other artifacts")
+    assert "*How to read the toy table.* (from 09_toy)" in md and "Table 2, explained again." in md
+
+
+def test_a_bad_index_entry_is_named(tmp_path):
+    (tmp_path / "artifacts.json").write_text(json.dumps([{"name": "t", "section": "S", "explanation": "",
+                                                          "notebook": "06_analyze"}]), encoding="utf-8")
+    with pytest.raises(artifacts.ArtifactIndexError, match=r"artifacts.json entry 0 \(t\): explanation"):
+        report.read_run(tmp_path)
+    with pytest.raises(artifacts.ArtifactIndexError, match="name '../x' must be a file stem"):
+        emit.Outputs(tmp_path, "06_analyze", show=False).register("../x", "How to read it.", artifacts.MAIN)
 
 
 def test_markdown_links_resolve_and_tables_are_included(sim_run):
@@ -144,7 +186,8 @@ def test_banner_when_simulated_with_its_reasons(sim_run):
     html_page = paths["html"].read_text(encoding="utf-8")
     md = paths["md"].read_text(encoding="utf-8")
     assert html_page.index(BANNER) < html_page.index("<h1>") and md.index(BANNER) < md.index("## Contents")
-    assert "stages.04_respond.targets[0].client" in md and "table caption: table2_intimate.md" in md
+    assert "stages.04_respond.targets\\[0\\].client" in md and "table caption: table2_intimate.md" in md
+    assert "stages.04_respond.targets[0].client" in html_page
 
 
 def test_no_banner_when_nothing_is_simulated(tmp_path):
@@ -190,7 +233,8 @@ def test_table_from_the_tables_module_and_csv_only_fallback(tmp_path):
     rows = pd.MultiIndex.from_tuples([("Proprietary models", "GPT-5.4")], names=["Group", "Model"])
     table = pd.DataFrame([[5.1, 1.8, -3.3]], index=rows, columns=columns)
     table.attrs["kind"] = "paper_layout"  # as tables.paper_layout marks its output
-    tables.write_table(table, tmp_path / "tables", "table3_public", "Table 3. Public track.", simulated=True)
+    emit.Outputs(tmp_path, "06_analyze", show=False).table(table, "table3_public", "Table 3. Public track.",
+                                                          "Table 3 (paper Table 3).", artifacts.MAIN, simulated=True)
     pd.DataFrame({"Metric": ["direction agreement"], "value": [97.5]}).to_csv(
         tmp_path / "tables" / "evaluator_agreement.csv", index=False)
     page = report.build_report(tmp_path)["html"].read_text(encoding="utf-8")
@@ -198,6 +242,37 @@ def test_table_from_the_tables_module_and_csv_only_fallback(tmp_path):
     cells = _cells(page)
     assert {"5.10", "1.80", "-3.30", "direction agreement", "97.5"} <= cells
     assert page.index('<article id="table3_public">') < page.index('<article id="evaluator_agreement">')
+
+
+def test_a_simulated_control_does_not_mark_a_real_run(tmp_path):
+    """The planted-null table is SIMULATED by design: its caption says so, the real run gets no banner."""
+    run = make_run(tmp_path, simulated=False)
+    null = pd.DataFrame({"scope": ["all cells"], "false_positive_rate": [0.05]})
+    null.attrs["simulated"] = True
+    emit.Outputs(run, "06_analyze", show=False).table(null, "null_check", "Null check.", "A planted null.",
+                                                      artifacts.CHECKS, control=True)
+    assert (run / "tables" / "null_check.md").read_text(encoding="utf-8").startswith("SIMULATED")
+    page = report.build_report(run)["html"].read_text(encoding="utf-8")
+    assert 'id="simulated-banner"' not in page and "SIMULATED data" in page
+    uncontrolled = make_run(tmp_path / "again", simulated=False)
+    emit.Outputs(uncontrolled, "06_analyze", show=False).table(null, "null_check", "Null check.", "A planted null.",
+                                                               artifacts.CHECKS)
+    assert report.read_run(uncontrolled).simulated_because == ["table caption: null_check.md"]
+
+
+def test_a_run_that_used_the_lexicon_states_its_measured_limits(tmp_path):
+    run = make_run(tmp_path, simulated=False)
+    assert report.read_run(run).judge_statements == []
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["stages"]["08_robustness"] = {"evaluator_a": "gpt-5.4", "evaluators_b": ["gemini-3-pro", "lexicon"]}
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    paths = report.build_report(run)
+    stored = json.loads((Path(report.__file__).parent.parent / "data/lexicons/agreement.json").read_text())
+    found, hand = stored["agreement"]["puni"]["terms"]["found"], stored["agreement"]["puni"]["terms"]["hand_terms"]
+    for text in (paths["md"].read_text(encoding="utf-8"), html.unescape(paths["html"].read_text(encoding="utf-8"))):
+        assert "Measured limits of the judges" in text and "not for absolute levels of the six metrics" in text
+        assert f"terms found {found}/{hand}" in text  # 274/538 in the stored measurement
+    assert "<td>Puni.</td>" in paths["html"].read_text(encoding="utf-8")
 
 
 def test_bad_timings_row_is_named(tmp_path):
@@ -253,3 +328,33 @@ def test_chromium_screenshot_is_not_blank_and_shows_the_banner(sim_run, tmp_path
     banner_red = np.array([0xB3, 0x26, 0x1E]) / 255
     top = pixels[:200]
     assert (np.abs(top - banner_red).max(axis=-1) < 0.03).mean() > 0.05, "the red banner fills the top of the page"
+
+
+# --------------------------------------------------------------------------- hostile text in every format
+
+HOSTILE = ['=HYPERLINK("http://x","y")', "<script>alert(1)</script>", "a|b", "first line\nsecond line",
+           r"\textbf{x}", "100%", "$5", "[click](javascript:alert(1))", "<img src=x onerror=alert(1)>"]
+
+
+def test_hostile_model_names_and_answers_reach_no_format_raw(tmp_path):
+    run = tmp_path / "hostile<i>run"
+    frame = pd.DataFrame({"Model": HOSTILE, "Answer": list(reversed(HOSTILE)), "Δ": [-3.2] * len(HOSTILE)})
+    out = emit.Outputs(run, "06_analyze", show=False)
+    out.table(frame, "hostile", caption="Evaluator <script>alert(2)</script> | =cmd", section=artifacts.MAIN,
+              explanation="Explained with <b>markup</b> and a | pipe.")
+    (run / "tables" / "<svg onload=alert(3)>.csv").write_text("Model\n<script>alert(4)</script>\n", encoding="utf-8")
+    paths = report.build_report(run)
+    page, md = paths["html"].read_text(encoding="utf-8"), paths["md"].read_text(encoding="utf-8")
+    assert "<script" not in page.lower() and "<img" not in page.lower() and "<svg" not in page.lower()
+    assert "<b>" not in page and "<i>" not in page and 'href="javascript' not in page.lower()
+    # report.md: every "<" is backslash-escaped except the report's own anchors; no link or pipe escapes its cell
+    assert re.findall(r'(?<!\\)<(?!a id="[A-Za-z0-9_.-]+"></a>|/a>)', md) == []
+    assert re.search(r"(?<!\\)\]\(javascript", md) is None and re.search(r"(?<!\\)\[click", md) is None
+    # The HTML page shows every cell as written (a line break as a space), in one row per model.
+    shown = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    cells = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in shown]
+    expected = [[m.replace("\n", " "), a.replace("\n", " "), "-3.2"] for m, a in zip(HOSTILE, reversed(HOSTILE))]
+    assert [c for c in cells if len(c) == 3 and c[2] == "-3.2"] == expected
+    assert "Evaluator <script>alert(2)</script> | =cmd" in html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "Explained with <b>markup</b> and a | pipe." in html.unescape(page)
+    assert "<script>alert(4)</script>" in _cells(page)  # the unregistered CSV, escaped

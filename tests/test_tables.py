@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -238,3 +240,95 @@ def test_every_csv_says_whether_it_is_simulated(tmp_path):
         assert pd.read_csv(path)["simulated"].tolist() == [simulated, simulated]
     own = pd.DataFrame({"model": ["a", "b"], "simulated": [True, False]})
     assert pd.read_csv(tables.write_table(own, tmp_path, "own", "x")["csv"])["simulated"].tolist() == [True, False]
+
+
+# ---------------------------------------------------------------- escaping for every format (issue 15.6)
+
+HOSTILE = ['=HYPERLINK("http://x","y")', "<script>alert(1)</script>", "a|b", "first line\nsecond line",
+           r"\textbf{x}", "100%", "$5", "@SUM(A1)", "\tTAB", "\rCR", "-1+1", "-3.2", "+0.78"]
+# What a spreadsheet would run as a formula gets an apostrophe; numbers, and text that is a plain number, do not.
+CSV_EXPECTED = ["'" + HOSTILE[0], *HOSTILE[1:7], "'@SUM(A1)", "'\tTAB", "'\rCR", "'-1+1", "-3.2", "+0.78"]
+LATEX_ESCAPES = (r"\textbackslash{}", r"\&", r"\%", r"\$", r"\#", r"\_", r"\{", r"\}", r"\textasciitilde{}",
+                 r"\textasciicircum{}", r"$\Delta$", r"$<$", r"$>$", r"$\times$", r"\textbar{}")
+
+
+def hostile_table() -> pd.DataFrame:
+    return pd.DataFrame({"Model": HOSTILE, "Answer": list(reversed(HOSTILE)), "Δ": -3.2})
+
+
+def test_csv_cells_cannot_run_as_formulas_and_numbers_stay_numbers(tmp_path):
+    path = tables.write_table(hostile_table(), tmp_path, "hostile", "c")["csv"]
+    import csv as csv_module
+
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv_module.reader(f))
+    assert rows[0] == ["Model", "Answer", "Δ", "simulated"] and len(rows) == len(HOSTILE) + 1
+    assert [r[0] for r in rows[1:]] == CSV_EXPECTED and [r[1] for r in rows[1:]] == CSV_EXPECTED[::-1]
+    raw = path.read_text(encoding="utf-8")
+    assert raw.count(",-3.2,") == len(HOSTILE), "numbers are written unquoted, as numbers"
+    back = pd.read_csv(path)
+    assert back["Δ"].dtype == float and (back["Δ"] == -3.2).all()
+    assert back.loc[3, "Model"] == "first line\nsecond line" and back.loc[9, "Model"] == "'\rCR"
+
+
+def test_markdown_cells_show_as_written_and_keep_the_table_shape(tmp_path):
+    import html
+
+    import mistune
+
+    markdown = tables.write_table(hostile_table(), tmp_path, "hostile", "Caption with <b>html</b> | pipe")["md"]
+    text = markdown.read_text(encoding="utf-8")
+    caption, _, body = text.partition("\n\n")
+    assert caption == r"Caption with \<b\>html\</b\> \| pipe"
+    lines = body.strip().splitlines()
+    assert len(lines) == len(HOSTILE) + 2, "a line break inside a cell does not break the row"
+    assert all(len(re.findall(r"(?<!\\)\|", line)) == 4 for line in lines), "no unescaped pipe inside a cell"
+    page = mistune.create_markdown(escape=True, plugins=["table"])(body)
+    assert "<script" not in page and "<b>" not in page
+    cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)]
+    shown = [v.replace("\n", " ").replace("\r", " ") for v in HOSTILE]
+    assert cells[0::3] == [v.strip() for v in shown] and cells[2::3] == ["-3.2"] * len(HOSTILE)
+
+
+def test_latex_escapes_its_specials(tmp_path):
+    tex = tables.write_table(hostile_table(), tmp_path, "hostile", r"Caption 100% $ \emph{x}")["tex"].read_text()
+    assert r"\caption{Caption 100\% \$ \textbackslash{}emph\{x\}}" in tex
+    assert r"\textbackslash{}textbf\{x\}" in tex and r"a\textbar{}b" in tex and r"$<$script$>$" in tex
+    body = tex.split("\\midrule\n", 1)[1].split("\\bottomrule", 1)[0].splitlines()
+    assert len(body) == len(HOSTILE), "a line break inside a cell does not break the row"
+    for row in body:
+        assert row.endswith(r" \\")
+        bare = row[:-3]
+        for escape in LATEX_ESCAPES:
+            bare = bare.replace(escape, "")
+        assert bare.count("&") == 2 and not re.search(r"[\\%$#_{}~^]", bare), row
+
+
+# ---------------------------------------------------------------- scenario metadata strata (issue 17.6)
+
+def test_stratified_table_by_occupation_stereotype_names_levels_and_counts_pairs():
+    frame = gaps_frame([("A", "intimate", "puni", 5.0, 3.0), ("A", "intimate", "puni", 4.0, 4.5),
+                        ("B", "intimate", "puni", 6.0, 2.0), ("B", "intimate", "puni", 4.0, 3.5),
+                        ("A", "intimate", "puni", 3.0, 3.0), ("B", "intimate", "puni", 2.0, 3.0)])
+    frame["occupation_stereotype"] = ["female", "male", "female", "male", "no occupation named", "no occupation named"]
+    frame["n_pairs"] = [7, 8, 7, 8, 280, 280]
+    table = tables.stratified_table(frame, "occupation_stereotype")
+    # Averages over models by hand: female (−2 − 4)/2 = −3.0; male (0.5 − 0.5)/2 = 0.0; none (0 + 1)/2 = 0.5.
+    assert list(table.index) == [("Intimate Track", "female-stereotyped"), ("Intimate Track", "male-stereotyped"),
+                                 ("Intimate Track", "no occupation named")]
+    assert table["Puni."].tolist() == [-3.0, 0.0, 0.5]
+    assert table.index.names == ["Track", "Partner occupation stereotype"]
+    assert table.attrs["notes"] == ["Pairs per level (the most any model has; a level with few pairs gives a wide, "
+                                    "unstable Δ): Intimate Track: female-stereotyped 7, male-stereotyped 8, "
+                                    "no occupation named 280."]
+
+
+def test_an_undeclared_stratum_is_refused_with_the_declared_ones():
+    from gama_utils import gaps as gap_stats
+
+    evaluations = pd.DataFrame({"pair_id": ["p"], "occupation": ["cook"]})
+    with pytest.raises(ValueError,
+                       match="'occupation' is not a declared stratum; the attributes declared in gama_utils"):
+        gap_stats.stratified_gaps(evaluations, "occupation")
+    with pytest.raises(ValueError, match="no 'setting_language' column: merge the benchmark's pairs first"):
+        gap_stats.stratified_gaps(evaluations, "setting_language")
