@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from gama_utils import runs
+from gama_utils.run_folders import atomic_write
 
 INDEX_FILE = "artifacts.json"
 BENCHMARK = "Benchmark (§3)"
@@ -98,7 +98,7 @@ def register(run: str | Path, entry: Entry) -> Path:
     else:
         entries.append(entry)
     text = json.dumps([asdict(e) for e in entries], indent=1, ensure_ascii=False) + "\n"
-    return runs.atomic_write(Path(run) / INDEX_FILE, text)
+    return atomic_write(Path(run) / INDEX_FILE, text)
 
 
 def ordered(entries: Iterable[Entry]) -> list[Entry]:

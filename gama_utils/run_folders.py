@@ -11,6 +11,7 @@ a run writes executed notebooks, tables and a manifest into its folder and would
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -103,3 +104,9 @@ def atomic_write(path: Path, data: str | bytes) -> Path:
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
+
+
+def plumbing_check(run: str | Path) -> bool:
+    """Whether the run used a plumbing-check model (a tiny real model whose answers are meaningless)."""
+    path = run_dir(run) / "manifest.json"
+    return path.exists() and bool(json.loads(path.read_text(encoding="utf-8")).get("plumbing_check"))

@@ -16,6 +16,7 @@ import contextlib
 import datetime
 import hashlib
 import json
+import logging
 import math
 import os
 import platform
@@ -34,7 +35,9 @@ from . import credentials, parameters, profiles
 from .llm.registry import ModelSpec
 from .parameters import ParameterError
 from .paths import NOTEBOOKS, ROOT
-from .run_folders import ANYWHERE_ENV, RunFolderError, atomic_write, run_dir
+from .run_folders import ANYWHERE_ENV, RunFolderError, atomic_write, plumbing_check, run_dir
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_KERNEL", "ParameterError", "RunFolderError", "atomic_write", "exists", "execute_notebooks",
            "file_sha256", "git_commit", "load", "main", "notebook_hygiene", "notebooks_in_order", "plumbing_check",
@@ -168,12 +171,6 @@ def _version(package: str) -> str | None:
         return None
 
 
-def plumbing_check(run: str | Path) -> bool:
-    """Whether the run used a plumbing-check model (a tiny real model whose answers are meaningless)."""
-    path = run_dir(run) / "manifest.json"
-    return path.exists() and bool(json.loads(path.read_text(encoding="utf-8")).get("plumbing_check"))
-
-
 def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:
     """The numbered notebooks (01_generate.ipynb, ...) in execution order."""
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
@@ -196,7 +193,7 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
     done = []
     for nb in notebooks:
         start = time.perf_counter()
-        print(f"[{label}] {nb.name} → {out_dir / nb.name}", flush=True)
+        log.info("[%s] %s → %s", label, nb.name, out_dir / nb.name)
         papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel, parameters=parameters(nb),
                                    cwd=str(NOTEBOOKS), progress_bar=False)
         row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
@@ -230,14 +227,14 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
         if problems:
             raise ParameterError(problems)
         if not notebooks:
-            print(f"no notebooks in {NOTEBOOKS} match; nothing to run")
+            log.info("no notebooks in %s match; nothing to run", NOTEBOOKS)
             return []
         if settings.server:
             from . import local_server
 
             stack.enter_context(local_server.stop_on_sigterm())
             base_url = stack.enter_context(local_server.serve(settings.server))
-            print(f"[{profile}] local server at {base_url} (stopped when the run ends)", flush=True)
+            log.info("[%s] local server at %s (stopped when the run ends)", profile, base_url)
         done = execute_notebooks(notebooks, run_path,
                                  lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
                                  label=profile)
@@ -246,7 +243,7 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
 
         written = build_report(run_path)
         credentials.check_run_files(run_path)
-        print(f"report: {written['html']}")
+        log.info("report: %s", written["html"])
     return done
 
 
@@ -332,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
     strip.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
+    logging.basicConfig(format="%(message)s", stream=sys.stdout)
+    log.setLevel(logging.INFO)
     from papermill.exceptions import PapermillExecutionError
 
     if args.command == "reproduce":

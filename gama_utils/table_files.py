@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gama_utils import runs
 from gama_utils.escaping import csv_frame, latex_text, markdown_cell, markdown_text
 from gama_utils.metrics import by_label, metric
+from gama_utils.run_folders import plumbing_check
 
 DELTA = "Δ"
 SIMULATED_NOTE = "SIMULATED data (synthetic answers from the sim backend; not a finding)."
@@ -87,7 +87,7 @@ def provenance_note(directory: str | Path, simulated: bool) -> str:
     """What a table or figure written into `directory` (a run's tables/ or figures/) must say it is, or ""."""
     if simulated:
         return SIMULATED_NOTE
-    return PLUMBING_NOTE if runs.plumbing_check(Path(directory).parent) else ""
+    return PLUMBING_NOTE if plumbing_check(Path(directory).parent) else ""
 
 
 def _column_metric(column: object, kind: str | None) -> tuple[str | None, str]:
