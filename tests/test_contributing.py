@@ -11,6 +11,7 @@ Every other runnable block is listed in NOT_RUN with the reason.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -22,7 +23,7 @@ import yaml
 from fake_openai import default_answer
 from test_toy_dimension import TOY, TOY_TEMPLATES
 
-from gama_utils import grid, judges, metrics, runs
+from gama_utils import evaluate, gaps, grid, judges, metrics, report, runs
 from gama_utils.paths import ROOT
 from gama_utils.templates import TemplateFileError, load_templates, save_templates
 
@@ -34,10 +35,14 @@ FENCED = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>bash|python|sh)\n(?P<body>.
 RUNNABLE = re.compile(r"\.venv/bin/|^\s*make |from gama_utils|python -m", re.M)
 # Runnable blocks not run here, each for a reason.
 NOT_RUN = {
+    'make reproduce ARGS="--only 09"': "it runs a notebook saved in notebooks/ on outputs/runs/offline; the "
+                                       "notebook recipe's test runs the same notebook with runs.execute_notebooks "
+                                       "(what reproduce calls) on a run folder of its own, then builds the report",
     "make test   ": "the commands themselves: make test runs this suite, and tests/test_guardrails.py runs "
                     "ruff and mypy as the block shows",
 }
-RECIPES = {"answers", "model", "model-run", "metric", "metric-everywhere", "dimension", "dimension-check", "judge"}
+RECIPES = {"answers", "model", "model-run", "metric", "metric-everywhere", "dimension", "dimension-check", "judge",
+           "notebook-parameters", "notebook"}
 # The judge recipe's word list, counted in the answers here independently of the judge.
 HARSH_WORDS = ("appalling", "degrading", "humiliating", "out of line", "toxic")
 
@@ -173,3 +178,33 @@ def test_adding_a_judge_scores_by_its_own_rule(registries):
     for row in scored.itertuples():
         n = counts[(row.pair_id, row.arm)]
         assert (row.punitive_count, row.severity_rating, row.full_blame, row.instructional) == (n, 1 + n, n > 0, n > 0)
+
+
+@pytest.mark.slow
+def test_a_new_analysis_notebook_is_run_and_reported_as_written(tmp_path):
+    responses = run_python(["answers"])["responses"]
+    result = gaps.paired_gaps(evaluate.evaluate_responses(responses, "lexicon", progress=False))
+    run = tmp_path / "run"
+    runs.save(result, run, "gaps")
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# 09_mean_delta: mean Δ per metric"}]
+    for name, tags in (("notebook-parameters", ["parameters"]), ("notebook", [])):
+        cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": tags}, "outputs": [],
+                      "source": blocks()[name][1]})
+    notebook = tmp_path / "notebooks" / "09_mean_delta.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_text(json.dumps({"cells": cells, "nbformat": 4, "nbformat_minor": 4, "metadata": {
+        "kernelspec": {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}}}),
+        encoding="utf-8")
+    assert runs.notebooks_in_order(notebook.parent) == [notebook]  # found by the glob make reproduce uses
+    runs.execute_notebooks([notebook], run, lambda nb: {"run_dir": str(run)}, label="guide")
+
+    expected = result[result.comparison == "female-male"].groupby("metric")["delta"].mean()
+    assert len(expected) == len(metrics.metric_keys())
+    table = pd.read_csv(run / "tables" / "mean_delta.csv").set_index("metric")["delta"]
+    pd.testing.assert_series_equal(table.sort_index(), expected.sort_index(), check_names=False)
+    assert {p.name for p in (run / "figures").iterdir()} == {"mean_delta_bars.png", "mean_delta_bars.pdf"}
+    assert (run / "tables" / "mean_delta.tex").exists() and (run / "tables" / "mean_delta.md").exists()
+    md = report.build_report(run)["md"].read_text(encoding="utf-8")
+    section = md.index("## Mean Δ per metric (beyond the paper)\n")
+    assert section < md.index("### mean_delta\n") < md.index("### mean_delta_bars\n")
+    assert r"*The mean Δ over the run's models and tracks; Δ \< 0: the male actor got more.* (from 09_mean_delta)" in md
