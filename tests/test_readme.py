@@ -135,3 +135,15 @@ def test_bringing_your_own_responses_runs_as_written(sandbox):
     table = pd.read_csv(run / "tables" / "table2_intimate.csv")
     assert table["Model"].tolist() == ["my-model"] and table["Group"].tolist() == ["Other models"]
     assert (run / "tables" / "evaluator_agreement.csv").exists()
+
+
+def test_the_module_table_names_every_module_and_only_modules():
+    """Every module and subpackage of gama_utils is in the README's module table, and every name there is one."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| module | concern |"):].split("\n\n", 1)[0]
+    named = {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    package = ROOT / "gama_utils"
+    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert sorted(modules - named) == [], "modules missing from the README's module table"
+    assert sorted(named - modules) == [], "names in the README's module table that are not modules"
