@@ -121,7 +121,7 @@ def wordcloud_figure(pairs: pd.DataFrame, note: str = "", max_words: int = 150) 
 
 def save(fig: Figure, folder: str | Path, stem: str) -> list[Path]:
     """Write `<stem>.png` and `<stem>.pdf` with no creation date or software version in them."""
-    from .runs import atomic_write
+    from .run_folders import atomic_write
 
     paths = []
     for suffix, options in (("png", {"dpi": 150, "metadata": {"Software": None}}),

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
-from gama_utils import llm
+from gama_utils import llm, run_folders
 from gama_utils.blind import mask_gender
 from gama_utils.judges import Item, Judge, is_model_judge, judge_name, resolve_judge, response_format
 from gama_utils.judges import evaluator_prompt as _item_prompt
@@ -156,13 +156,11 @@ def primary_evaluator(evaluations: pd.DataFrame) -> str:
 def check_evaluations_origin(run: Path, evaluators: str | Iterable[str], replace: bool = False) -> None:
     """Refuse (OriginError) to write scores into a run whose evaluations.jsonl holds another evaluator's, which
     would be replaced; scores by the same evaluator (a resumed or repeated 05_evaluate) pass."""
-    from gama_utils import runs
-
     path = Path(run) / "evaluations.jsonl"
     if replace or not path.exists() or not path.stat().st_size:
         return
     names = {evaluators} if isinstance(evaluators, str) else set(evaluators)
-    existing = runs.load(run, "evaluations")
+    existing = run_folders.load(run, "evaluations")
     others = existing[~existing["evaluator"].isin(names)].groupby("evaluator").size()
     if len(others):
         held = ", ".join(f"{n} by {name!r}" for name, n in others.items())
@@ -174,8 +172,6 @@ def check_evaluations_origin(run: Path, evaluators: str | Iterable[str], replace
 
 def save_evaluations(evaluations: pd.DataFrame, run: str | Path, replace: bool = False) -> Path:
     """Write run/evaluations.jsonl, refused (OriginError) when it would replace another evaluator's scores."""
-    from gama_utils import runs
-
-    folder = runs.run_dir(run)
+    folder = run_folders.run_dir(run)
     check_evaluations_origin(folder, set(evaluations["evaluator"]), replace)
-    return runs.save(evaluations, folder, "evaluations")
+    return run_folders.save(evaluations, folder, "evaluations")

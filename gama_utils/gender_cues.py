@@ -1,7 +1,8 @@
 """Gender cues in template text: normalisation, gendered words, slang, names, titles, look-alikes, Chinese.
 
 Text is normalised before it is checked (Unicode NFKC, invisible characters removed), so a
-gendered word cannot hide behind a zero-width space, a soft hyphen or full-width letters.
+gendered word cannot hide behind a zero-width space, a soft hyphen or full-width letters; a word
+is also read without its accents, so a combining mark ("wife" + U+0301, shown "wifé") hides nothing.
 Latin words written with Cyrillic or Greek look-alike letters are flagged in English text,
 and read back in Latin letters so the word they spell is checked too.
 """
@@ -87,7 +88,8 @@ _TITLE = re.compile(r"\b(Miss|Lord)\b\.?(?=\s+[A-Z])")
 _DATE_BEFORE = re.compile(r"\b(in|last|this|next|early|late|mid|since|until|till|by|of|through|from|to)[\s-]+$",
                           re.IGNORECASE)
 _DATE_AFTER = re.compile(r"^\s*\d")
-_WORD = re.compile(r"[^\W\d_][^\W\d_'’]*(?:['’][^\W\d_]+)*['’]?")
+_LETTER = r"(?:[^\W\d_]|[\u0300-\u036f])"  # a letter, or a combining mark NFKC could not compose into one
+_WORD = re.compile(rf"[^\W\d_]{_LETTER}*(?:['’]{_LETTER}+)*['’]?")
 _CONTRACTION = re.compile(r"['’](s|d|ll|ve|re|m|t)?$")
 _NON_LATIN_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
 
@@ -102,6 +104,11 @@ def normalise(text: str) -> str:
     """NFKC with invisible characters removed: the text a reader sees, as the lint checks it."""
     text = "".join(ch for ch in text if ch not in INVISIBLE and unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", text)
+
+
+def without_accents(word: str) -> str:
+    """The word with its accents and other combining marks removed ("wifé" → "wife", "huśband" → "husband")."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word) if not unicodedata.combining(ch))
 
 
 def _stem(word: str) -> str:
@@ -126,8 +133,12 @@ def english_cues(text: str) -> list[str]:
             problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin letters")
             word = latin
         stem = _stem(word)
+        bare = _stem(without_accents(word))
         if _is_gendered(stem):
             problems.append(f"gendered word {word!r} outside a placeholder")
+        elif bare != stem and _is_gendered(bare):
+            problems.append(f"gendered word {word!r} (reads {without_accents(word)!r} without its accents) outside "
+                            "a placeholder")
         elif word[0].isupper() and (stem in GENDERED_NAMES or stem in AMBIGUOUS_NAMES):
             before, after = text[: match.start()], text[match.end():]
             sentence_start = re.search(r"(^|[.!?:\n][\"'“‘(\s]*)\s*$", before) is not None

@@ -154,15 +154,22 @@ def _tail(path: str, lines: int = 15) -> str:
 
 @contextlib.contextmanager
 def stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into SystemExit while inside, so `finally` blocks (stopping a server) run on `kill`."""
+    """Turn SIGTERM into SystemExit and SIGINT into KeyboardInterrupt while inside, so `finally` blocks (stopping
+    a server) run on `kill` and on Ctrl-C.
+
+    SIGINT is set explicitly because a process started in the background by a shell inherits it ignored, and
+    Python then never raises KeyboardInterrupt: the server would outlive an interrupted run.
+    """
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, handler)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,13 +6,14 @@ checked strictly: a whole number where one is expected (limit=1.5, seed="3" and 
 ranges (a negative limit, max_usd=-1), a list where one is expected, and credentials (gama_utils.credentials).
 `python -m gama_utils.runs reproduce` checks every value of the profile and of `--set` before any notebook
 runs; inside a notebook, its first line (`parameters.check("04_respond", globals())`) checks the values
-papermill or JupyterLab gave it. papermill cannot report names a notebook does not declare (it only warns
-"Passed unknown parameter"), so a misspelt name passed to papermill directly is not caught there;
-reproduce catches it and names the closest known parameter.
+papermill or JupyterLab gave it, and the names papermill injected that the notebook does not declare
+(papermill itself only warns "Passed unknown parameter"), each with the closest known name.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import difflib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -27,6 +28,7 @@ Count = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0)]
 Usd = Annotated[float, Field(ge=0)]
 Filter = str | list[str] | None
+INJECTED_HEADER = "# Parameters\n"  # the first line of the cell papermill injects (its Python translator)
 
 
 class ParameterError(ValueError):
@@ -281,6 +283,22 @@ def validate(notebook: str, values: Mapping[str, Any], where: str | None = None)
     return schema(notebook)(**values)
 
 
+def injected_names(namespace: Mapping[str, Any]) -> list[str]:
+    """The names papermill assigned in the parameters cell it injected, read from the kernel's input history.
+
+    papermill's cell starts with the line "# Parameters" (the notebook's own parameters cell says more), so
+    a name given with `-p` that the notebook does not declare is found here; in JupyterLab there is none.
+    """
+    history = namespace.get("In")
+    names: list[str] = []
+    for source in history if isinstance(history, list) else []:
+        if isinstance(source, str) and source.startswith(INJECTED_HEADER):
+            with contextlib.suppress(SyntaxError):
+                names += [target.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+                          for target in node.targets if isinstance(target, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
 def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     """A notebook's first line: validate its parameters as they stand in its namespace, then the files it will
     touch (run folder, answers of another origin); one ParameterError with every problem before anything runs."""
@@ -289,7 +307,9 @@ def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     stray = {name: value for name, value in namespace.items()
              if not name.startswith("_") and name not in model.model_fields and credentials.credential_name(name)
              and isinstance(value, (str, dict, list))}
-    found = credentials.parameter_problems(stray, notebook) + problems(notebook, values)
+    unknown = [f"{notebook}: {name}: this notebook has no such parameter{closest(name, model.model_fields)}"
+               for name in injected_names(namespace) if name not in model.model_fields and name not in stray]
+    found = credentials.parameter_problems(stray, notebook) + unknown + problems(notebook, values)
     if found:
         raise ParameterError(found)
     params = model(**values)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import llm
+from . import llm, run_folders
 from .schema import ARMS, OTHER_GROUP, PAIRS, RESPONSES, require
 
 REFUSAL = re.compile(r"^\W*(i(?:'m| am) sorry,? but i (?:can(?:'|no)t|won't)|i can(?:'|no)t (?:help|assist) with|"
@@ -347,14 +347,12 @@ def check_responses_origin(run: Path, targets: Iterable[str | dict | llm.ModelSp
                            replace: bool = False) -> None:
     """Refuse (OriginError) to collect into a run whose answers came from elsewhere: imported answers, another
     model set, other settings or another benchmark file. A resumed run of the same origin passes."""
-    from . import runs
-
     path = Path(run) / "responses.jsonl"
     if replace or not path.exists() or not path.stat().st_size:
         return
     specs = {spec.alias: spec for spec in (llm.resolve_model(t) for t in targets)}
-    benchmark = runs.file_sha256(benchmark_file(pairs_path))
-    problems = origin_problems(runs.load(run, "responses"), collected_origins(Path(run)), specs, benchmark)
+    benchmark = run_folders.file_sha256(benchmark_file(pairs_path))
+    problems = origin_problems(run_folders.load(run, "responses"), collected_origins(Path(run)), specs, benchmark)
     if problems:
         raise OriginError(f"{path} holds answers of another origin, which this run would replace: "
                           + "; ".join(problems) + ". Pass replace=True (the parameter `replace` of 04_respond, or "
@@ -369,25 +367,23 @@ def save_responses(responses: pd.DataFrame, run: str | Path, targets: Iterable[s
     (OriginError) when answers of another origin would be replaced, unless `replace`: collected answers are
     checked as in check_responses_origin; imported ones must keep every answer already there unchanged.
     """
-    from . import runs
-
-    folder = runs.run_dir(run)
+    folder = run_folders.run_dir(run)
     targets = list(targets) if targets is not None else None
     if targets is not None:
         check_responses_origin(folder, targets, pairs_path, replace)
-    elif not replace and runs.exists(folder, "responses"):
-        _check_kept(runs.load(folder, "responses"), responses, folder / "responses.jsonl")
-    path = runs.save(responses, folder, "responses")
+    elif not replace and run_folders.exists(folder, "responses"):
+        _check_kept(run_folders.load(folder, "responses"), responses, folder / "responses.jsonl")
+    path = run_folders.save(responses, folder, "responses")
     records = {} if replace else {k: v for k, v in collected_origins(folder).items()
                                   if k in set(responses["model"])}
     if targets is not None:
-        benchmark = runs.file_sha256(benchmark_file(pairs_path))
+        benchmark = run_folders.file_sha256(benchmark_file(pairs_path))
         for spec in (llm.resolve_model(t) for t in targets):
             answers = responses[responses["model"] == spec.alias]
             if len(answers):
                 records[spec.alias] = {"spec": spec.public_dict(), "benchmark_sha256": benchmark,
                                        "answers_sha256": answers_fingerprint(answers)}
-    runs.atomic_write(folder / ORIGIN_FILE, json.dumps(records, indent=2, ensure_ascii=False))
+    run_folders.atomic_write(folder / ORIGIN_FILE, json.dumps(records, indent=2, ensure_ascii=False))
     return path
 
 

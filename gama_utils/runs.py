@@ -1,23 +1,20 @@
-"""Runs: a run's frames and manifest, headless execution of the notebooks with papermill, notebook hygiene.
+"""Runs: a run's manifest, headless execution of the notebooks with papermill, notebook hygiene.
 
-A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest.json, ...); where a run
-may live is gama_utils.run_folders. `python -m gama_utils.runs reproduce --profile offline` checks the
-profile's and `--set` values against every notebook's parameter schema (gama_utils.profiles), refuses a
-run folder of the repository and answers of another origin, then executes the notebooks in order; after
-each notebook, and in every stage's manifest update, the run's files are checked for the values of the API
-keys its models use (gama_utils.credentials). `strip` removes outputs and run metadata from notebooks
-before they are committed.
+A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest.json, ...); where a run may
+live, and its stage frames (`save`, `load`, re-exported here), are gama_utils.run_folders.
+`python -m gama_utils.runs reproduce --profile offline` checks the profile's and `--set` values against every
+notebook's parameter schema (gama_utils.profiles), refuses a run folder of the repository and answers of
+another origin, then executes the notebooks in order; after each notebook, and in every stage's manifest
+update, the run's files are checked for the values of the API keys its models use (gama_utils.credentials).
+`strip` removes outputs and run metadata from notebooks before they are committed.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
-import hashlib
 import json
 import logging
-import math
 import os
 import platform
 import subprocess
@@ -27,15 +24,23 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import yaml
 
 from . import credentials, parameters, profiles
 from .llm.registry import ModelSpec
 from .parameters import ParameterError
 from .paths import NOTEBOOKS, ROOT
-from .run_folders import ANYWHERE_ENV, RunFolderError, atomic_write, plumbing_check, run_dir
+from .run_folders import (
+    ANYWHERE_ENV,
+    RunFolderError,
+    atomic_write,
+    exists,
+    file_sha256,
+    load,
+    plumbing_check,
+    run_dir,
+    save,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,88 +48,6 @@ __all__ = ["DEFAULT_KERNEL", "ParameterError", "RunFolderError", "atomic_write",
            "file_sha256", "git_commit", "load", "main", "notebook_hygiene", "notebooks_in_order", "plumbing_check",
            "reproduce", "run_dir", "save", "strip_notebook", "update_manifest"]
 DEFAULT_KERNEL = "gama-bench"
-
-
-def save(frame: pd.DataFrame, run: str | Path, name: str) -> Path:
-    """Write a stage's frame as run_dir/<name>.jsonl, atomically, with every number exact (lists survive).
-
-    Python's json writes a float by its shortest repr, which reads back to the same double; pandas'
-    to_json keeps at most 15 significant digits and writes p = 1e-14 as 0.0. NaN, None and NaT are null.
-    """
-    path = run_dir(run) / f"{name}.jsonl"
-    names = [str(c) for c in frame.columns]
-    cells = [[None if _missing(v) else v for v in frame[c].tolist()] for c in frame.columns]
-    lines = (_json_line(dict(zip(names, row))) for row in zip(*cells))
-    return atomic_write(path, "".join(lines))
-
-
-def _json_line(record: dict) -> str:
-    try:
-        text = json.dumps(record, ensure_ascii=False, allow_nan=False, default=_json_default)
-    except ValueError:  # a NaN nested in a list or dict
-        text = json.dumps(_plain(record), ensure_ascii=False, allow_nan=False, default=_json_default)
-    return text + "\n"
-
-
-def _missing(value: object) -> bool:
-    return value is None or value is pd.NaT or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def _json_default(value: object) -> object:
-    """JSON form of what json does not know: numpy scalars and arrays, timestamps (ISO 8601)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (pd.Timestamp, datetime.datetime, datetime.date)):
-        return value.isoformat()
-    raise TypeError(f"cannot write a {type(value).__name__} to JSON: {value!r}")
-
-
-def _plain(value: object) -> object:
-    """A copy of a nested cell with every missing value (NaN, None, NaT) as None."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
-    return None if _missing(value) else value
-
-
-def load(run: str | Path, name: str, **filters: object) -> pd.DataFrame:
-    """Read run_dir/<name>.jsonl, keeping rows whose columns equal the given filters (e.g. evaluator=...).
-
-    Lines are parsed by Python's json, so floats come back bit for bit as `save` wrote them.
-    """
-    path = run_dir(run) / f"{name}.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist: run the notebook that writes {name!r} first")
-    with open(path, encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
-    for column in frame.select_dtypes(exclude=["number", "bool"]).columns:
-        values = frame[column].astype(object)
-        frame[column] = values.where(values.notna(), None)
-    for column, value in filters.items():
-        if column not in frame.columns:
-            raise KeyError(f"{name}: no column {column!r} to filter on")
-        frame = frame[frame[column] == value]
-        if frame.empty:
-            raise ValueError(f"{name}: no rows with {column} == {value!r}")
-    return frame.reset_index(drop=True)
-
-
-def exists(run: str | Path, name: str) -> bool:
-    """Whether a stage's frame has been written in this run."""
-    return (run_dir(run) / f"{name}.jsonl").exists()
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def git_commit() -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import resolve
-from .runs import atomic_write
+from .run_folders import atomic_write
 
 SCREENING_COLUMNS = ("template_id", "track", "dimension", "severity", "style", "relationship", "text", "decision",
                      "reason")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gama_utils import respond, runs, strata
+from gama_utils import respond, run_folders, strata
 from gama_utils.evaluate import primary_evaluator
 from gama_utils.gaps import PAPER_COMPARISON
 from gama_utils.paths import ROOT, resolve
@@ -50,7 +50,7 @@ def benchmark_record(pairs_path: str | None = None) -> dict[str, str]:
     and its SHA-256, so 06 can read the same pairs' metadata later."""
     path = respond.benchmark_file(pairs_path)
     shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return {"benchmark": shown.as_posix(), "benchmark_sha256": runs.file_sha256(path)}
+    return {"benchmark": shown.as_posix(), "benchmark_sha256": run_folders.file_sha256(path)}
 
 
 def run_benchmark(run: str | Path) -> tuple[Path, pd.DataFrame]:
@@ -60,7 +60,7 @@ def run_benchmark(run: str | Path) -> tuple[Path, pd.DataFrame]:
     04 recorded the file's SHA-256, a file that changed since is refused (its metadata would not
     belong to the answered pairs).
     """
-    manifest_path = runs.run_dir(run) / "manifest.json"
+    manifest_path = run_folders.run_dir(run) / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
     stage = (manifest.get("stages") or {}).get(RESPOND_STAGE) or {}
     recorded = stage.get("benchmark")
@@ -71,10 +71,10 @@ def run_benchmark(run: str | Path) -> tuple[Path, pd.DataFrame]:
         raise FileNotFoundError(f"{manifest_path}: {RESPOND_STAGE} answered the pairs of {path}, which no longer "
                                 "exists")
     expected = stage.get("benchmark_sha256")
-    if expected and runs.file_sha256(path) != expected:
+    now = run_folders.file_sha256(path) if expected else ""
+    if expected and now != expected:
         raise ValueError(f"{path} changed since {RESPOND_STAGE} answered it (SHA-256 recorded in {manifest_path}: "
-                         f"{expected[:12]}…, now {runs.file_sha256(path)[:12]}…): its metadata would not belong to "
-                         "the answered pairs")
+                         f"{expected[:12]}…, now {now[:12]}…): its metadata would not belong to the answered pairs")
     return path, respond.load_benchmark(str(path))
 
 

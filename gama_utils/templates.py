@@ -150,17 +150,27 @@ def load_templates(path: str | Path | None = None) -> pd.DataFrame:
         raise TemplateFileError(f"{path}: no *.jsonl template files")
     rows: list[dict] = []
     seen_ids: dict[str, str] = {}
+    problems: list[str] = []
     for file in files:
-        for where, record in _records(file):
-            try:
-                template = Template.model_validate(record)
-            except ValidationError as err:
-                raise TemplateFileError(f"{where} ({record.get('template_id', '?')}): {_problems(err)}") from None
-            if template.template_id in seen_ids:
-                raise TemplateFileError(f"{where}: field template_id: duplicate template_id {template.template_id!r} "
-                                        f"(first at {seen_ids[template.template_id]})")
-            seen_ids[template.template_id] = where
-            rows.append(template.model_dump())
+        try:
+            for where, record in _records(file):
+                try:
+                    template = Template.model_validate(record)
+                except ValidationError as err:
+                    problems.append(f"{where} ({record.get('template_id', '?')}): {_problems(err)}")
+                    continue
+                if template.template_id in seen_ids:
+                    problems.append(f"{where}: field template_id: duplicate template_id {template.template_id!r} "
+                                    f"(first at {seen_ids[template.template_id]})")
+                    continue
+                seen_ids[template.template_id] = where
+                rows.append(template.model_dump())
+        except TemplateFileError as err:  # the file itself (encoding, a broken line): its later lines are not read
+            problems.append(str(err))
+    if len(problems) == 1:
+        raise TemplateFileError(problems[0])
+    if problems:
+        raise TemplateFileError(f"{len(problems)} problems in the template files:\n- " + "\n- ".join(problems))
     frame = pd.DataFrame(rows, columns=list(Template.model_fields))
     return frame.assign(occupation_stereotype=frame["partner_occupation"].map(bank_metadata.occupation_stereotype))
 
@@ -202,7 +212,11 @@ if __name__ == "__main__":
     parser.add_argument("path", nargs="?", help="a .jsonl file or a folder (default data/templates)")
     parser.add_argument("--v2", action="store_true", help="also apply the bank v2 wording rules")
     args = parser.parse_args()
-    frame = load_templates(args.path)
+    try:
+        frame = load_templates(args.path)
+    except TemplateFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     report = lint_bank(frame, v2_rules=True if args.v2 else None)
     print(f"{len(frame)} templates, {report.template_id.nunique()} with problems")
     for row in report.itertuples(index=False):

@@ -184,8 +184,9 @@ def test_no_module_is_longer_than_the_limit():
     assert too_long == {}, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {too_long}"
 
 
-def module_imports(package: Path) -> dict[str, set[str]]:
-    """module → the package's modules it imports when it is imported (module level, not under TYPE_CHECKING)."""
+def module_imports(package: Path, deferred: bool = False) -> dict[str, set[str]]:
+    """module → the package's modules it imports when it is imported (module level, not under TYPE_CHECKING);
+    with `deferred`, also those its functions import when they run."""
     root = package.parent
     names = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
              for p in package.rglob("*.py")}
@@ -196,7 +197,8 @@ def module_imports(package: Path) -> dict[str, set[str]]:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
                 continue
-            for sub in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
+            nested = deferred or isinstance(node, (ast.If, ast.Try))
+            for sub in ast.walk(node) if nested else [node]:
                 if isinstance(sub, ast.Import):
                     found |= {a.name for a in sub.names if a.name in names}
                 elif isinstance(sub, ast.ImportFrom):
@@ -241,6 +243,14 @@ def test_the_package_has_no_import_cycle():
     assert "gama_utils.llm.registry" in graph["gama_utils.llm.client"]
     cycle = import_cycle(graph)
     assert cycle == [], "import cycle: " + " → ".join(cycle)
+
+
+def test_imports_inside_functions_keep_the_layers_too():
+    """An import deferred into a function still makes a cycle of concerns (runs → respond → runs was one)."""
+    graph = module_imports(PACKAGE, deferred=True)
+    assert "gama_utils.local_server" in graph["gama_utils.runs"]  # imported inside reproduce()
+    cycle = import_cycle(graph)
+    assert cycle == [], "import cycle through an import inside a function: " + " → ".join(cycle)
 
 
 def test_the_llm_layer_imports_only_itself_and_paths():

@@ -54,6 +54,20 @@ def test_look_alike_letters_are_flagged_and_read_back(phrase, shown, latin):
     assert f"gendered word {latin!r} outside a placeholder" in problems
 
 
+@pytest.mark.parametrize("phrase, shown, bare", [
+    ("my wife\u0301", "wifé", "wife"),        # combining acute after the word: NFKC makes it é
+    ("my hus\u0301band", "huśband", "husband"),  # inside the word: ś
+    ("my w\u0303ife", "w̃ife", "wife"),        # a mark with no composed letter stays combining
+])
+def test_combining_accents_cannot_hide_a_gendered_word(phrase, shown, bare):
+    problems = _problems_with(phrase)
+    assert f"gendered word {shown!r} (reads {bare!r} without its accents) outside a placeholder" in problems
+
+
+def test_accented_neutral_words_pass():
+    assert _problems_with("a barista at the caf\u00e9, a na\u00efve intern") == []
+
+
 def test_look_alike_letters_in_a_neutral_word_are_still_flagged():
     problems = _problems_with("a c\u043eworker")
     assert any("look-alike letter(s)" in p for p in problems) and not any("gendered word" in p for p in problems)
@@ -184,3 +198,25 @@ def test_duplicate_ids_across_files_name_both_places(tmp_path):
     with pytest.raises(TemplateFileError, match=r"b\.jsonl:2: field template_id: duplicate template_id "
                                                  r"'financial_control-L1-matter_of_fact-01' \(first at a\.jsonl:1\)"):
         load_templates(tmp_path)
+
+
+def test_every_bad_record_and_file_is_named_at_once_and_the_command_shows_no_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    first, second = _record(template_id="financial_control-L1-matter_of_fact-01"), _record(
+        template_id="financial_control-L1-matter_of_fact-02")
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in (
+        {**first, "text": ""}, {**second, "severity": ""})) + "\n")
+    (tmp_path / "b.jsonl").write_text("")
+    with pytest.raises(TemplateFileError) as err:
+        load_templates(tmp_path)
+    message = str(err.value)
+    assert message.startswith("3 problems in the template files:")
+    assert "a.jsonl:1 (financial_control-L1-matter_of_fact-01): field text" in message
+    assert "a.jsonl:2 (financial_control-L1-matter_of_fact-02): field severity" in message
+    assert "b.jsonl: empty file" in message
+    done = subprocess.run([sys.executable, "-m", "gama_utils.templates", str(tmp_path)], capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: 3 problems in the template files:")

@@ -128,3 +128,35 @@ def test_check_refuses_a_stray_credential_papermill_injected(tmp_path):
         parameters.check("06_analyze", namespace)
     assert caught.value.problems[0].startswith("06_analyze: api_key: the name says it holds a credential")
     assert "whatever-value-1234" not in str(caught.value)
+
+
+def test_check_names_a_misspelt_parameter_papermill_injected(tmp_path):
+    """papermill only warns about a name the notebook does not declare; the cell it injects (in the kernel's
+    input history, `In`) is read and each undeclared name refused with the closest declared one."""
+    own_cell = _parameters_cell("04_respond")
+    injected = '# Parameters\nrun_dir = "outputs/runs/x"\nlimit = 1\nmax_usdd = 1\nsede = 3\n'
+    namespace = {"run_dir": str(tmp_path / "run"), "limit": 1, "max_usdd": 1, "sede": 3,
+                 "In": ["", own_cell, injected, "parameters.check('04_respond', globals())"]}
+    with pytest.raises(ParameterError) as caught:
+        parameters.check("04_respond", namespace)
+    assert caught.value.problems == [
+        "04_respond: max_usdd: this notebook has no such parameter; did you mean 'max_usd'?",
+        "04_respond: sede: this notebook has no such parameter; did you mean 'seed'?"]
+    # JupyterLab: variables of later cells in the namespace, no injected cell in the history: nothing to refuse
+    namespace = {"run_dir": str(tmp_path / "run"), "limit": 1, "pairs": [], "fig": None,
+                 "In": ["", own_cell, "pairs = []", "fig = None", "parameters.check('04_respond', globals())"]}
+    assert parameters.check("04_respond", namespace).limit == 1
+
+
+@pytest.mark.slow
+def test_papermill_with_a_misspelt_parameter_stops_in_the_first_cell(tmp_path):
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError) as caught:
+        papermill.execute_notebook(str(NOTEBOOKS / "06_analyze.ipynb"), str(tmp_path / "06.ipynb"),
+                                   kernel_name="gama-bench", cwd=str(NOTEBOOKS), progress_bar=False,
+                                   parameters={"run_dir": str(tmp_path / "run"), "n_bot": 10})
+    assert caught.value.ename == "ParameterError"
+    assert "n_bot: this notebook has no such parameter; did you mean 'n_boot'?" in caught.value.evalue
+    assert not (tmp_path / "run").exists()

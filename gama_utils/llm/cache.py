@@ -115,8 +115,8 @@ class Cache:
         except sqlite3.DatabaseError as err:
             self.close()
             raise CacheError(f"the response cache {self.path} cannot be read ({err}). Nothing was sent. Move the "
-                             "file aside (the answers in it are lost to this run) or point the run at another "
-                             "cache file; a run started afresh asks everything again.") from err
+                             "file aside (the answers in it are lost to this run; a run started afresh asks "
+                             "everything again), or in code pass llm.Cache(<another file>).") from err
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"
