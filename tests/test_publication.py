@@ -11,9 +11,10 @@ import logging
 
 import pandas as pd
 import pytest
-from test_generate import GENERATORS, write_small_bank
+from offline_build import build_offline
+from test_generate import write_small_bank
 
-from gama_utils import compilation, datasheet, deduplication, generate, grid, publication, review, runs, screening
+from gama_utils import grid, publication, runs
 from gama_utils.templates import TemplateFileError, load_templates, save_templates
 
 GENDERED_ID = "public_dispute-L1-matter_of_fact-99"
@@ -32,18 +33,7 @@ def _with_gender_cue(folder):
 
 
 def _build(folder, out):
-    candidates, problems = generate.generate_candidates(GENERATORS, None, folder, cache=False, progress=False)
-    reviews = review.review_candidates(candidates, GENERATORS, folder, cache=False, progress=False)
-    posts = compilation.compile_posts(candidates, reviews, templates=folder, cache=False, progress=False)
-    kept, removals = deduplication.deduplicate(posts)
-    kept, cross = deduplication.deduplicate_across_bank(kept)
-    screened, exclusions = screening.apply_screening(kept, None)
-    pairs = compilation.mirror_pairs(screened)
-    drops = publication.dropped_templates(candidates, problems, reviews, posts, removals, cross, exclusions)
-    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions,
-                                             embedding_backend="tfidf", threshold=None, screening_sheet=None,
-                                             cross_bank_removals=cross, drops=drops)
-    publication.write_benchmark(pairs, out, summary, datasheet.measures(pairs, screened))
+    pairs, drops, _ = build_offline(folder, out)
     return pairs, drops
 
 

@@ -147,3 +147,25 @@ def test_the_module_table_names_every_module_and_only_modules():
     modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
     assert sorted(modules - named) == [], "modules missing from the README's module table"
     assert sorted(named - modules) == [], "names in the README's module table that are not modules"
+
+
+def test_the_lexicon_agreement_table_is_the_measured_one():
+    """The README's per-metric agreement rows, rebuilt from data/lexicons/agreement.json."""
+    import json
+
+    from gama_utils.metrics import metric
+
+    agreement = json.loads((ROOT / "data" / "lexicons" / "agreement.json").read_text(encoding="utf-8"))["agreement"]
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for key in ("puni", "ther", "sev", "emp_agg", "instr", "full_bl"):
+        a, order = agreement[key], agreement["ordering"][key]
+        if key in ("puni", "ther"):
+            shown = (f"Pearson r {a['pearson_r']:.2f}, Spearman {a['spearman_r']:.2f}; {a['terms']['found']} of "
+                     f"{a['terms']['hand_terms']} hand-marked phrases found")
+        elif key == "sev":
+            shown = f"exact {a['exact']:.0%}, within one point {a['within_1']:.0%}, MAE {a['mae']:.2f}"
+        else:
+            shown = f"accuracy {a['accuracy']:.0%}, Cohen's κ {a['kappa']:.2f}"
+        row = (f"| {metric(key).label} | {shown} | {order['same']} ({order['judge_tied']} tied, "
+               f"{order['reversed']} reversed) |")
+        assert row in text, row

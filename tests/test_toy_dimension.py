@@ -9,22 +9,17 @@ from __future__ import annotations
 import matplotlib
 import pytest
 import yaml
-from test_generate import GENERATORS, write_small_bank
+from offline_build import build_offline
+from test_generate import write_small_bank
 
 from gama_utils import (
-    compilation,
     composition,
-    datasheet,
-    deduplication,
     evaluate,
     gaps,
-    generate,
     grid,
     plots,
     publication,
     respond,
-    review,
-    screening,
     tables,
 )
 from gama_utils.templates import load_templates, save_templates
@@ -121,18 +116,7 @@ def built(toy_files, tmp_path_factory):
 
 
 def _build(bank, folder):
-    candidates, problems = generate.generate_candidates(GENERATORS, None, bank, cache=False, progress=False)
-    reviews = review.review_candidates(candidates, GENERATORS, bank, cache=False, progress=False)
-    posts = compilation.compile_posts(candidates, reviews, templates=bank, cache=False, progress=False)
-    kept, removals = deduplication.deduplicate(posts)
-    kept, cross = deduplication.deduplicate_across_bank(kept)
-    screened, exclusions = screening.apply_screening(kept, None)
-    pairs = compilation.mirror_pairs(screened)
-    drops = publication.dropped_templates(candidates, problems, reviews, posts, removals, cross, exclusions)
-    summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions,
-                                             embedding_backend="tfidf", threshold=None, screening_sheet=None,
-                                             cross_bank_removals=cross, drops=drops)
-    files = publication.write_benchmark(pairs, folder, summary, datasheet.measures(pairs, screened))
+    pairs, drops, files = build_offline(bank, folder)
     return pairs, drops, files, folder
 
 
