@@ -206,7 +206,17 @@ def mixed_effects(long: pd.DataFrame, value: str = "value", treated: str = "fema
 
 
 def _arm_effect(data: pd.DataFrame, value: str, treated: str, scenario: str) -> dict:
-    """One REML fit (value ~ 1 + treated, random intercept per scenario) with its warnings as a note."""
+    """One REML fit (value ~ 1 + treated, random intercept per scenario) with its warnings as a note.
+
+    Too little data for a fit (both arms needed, and more rows than the two fixed effects: a run of one
+    pair, or one whose other arm was not scored validly) gives NaN estimates with the reason as the note.
+    """
+    arms = data[treated].nunique()
+    if arms < 2 or len(data) <= 2:
+        reason = (f"not fitted: {len(data)} observation(s) in {arms} arm(s); the model needs both arms and "
+                  "more than 2 observations")
+        return {"estimate": np.nan, "se": np.nan, "paired_se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                "p_value": np.nan, "n_obs": int(len(data)), "converged": False, "note": reason}
     design = np.column_stack([np.ones(len(data)), data[treated].to_numpy(float)])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

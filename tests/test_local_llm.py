@@ -22,7 +22,7 @@ from gama_utils import local_server, runs
 from gama_utils.prompts import evaluator_schema
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(2400)]
-N_PAIRS = 4
+N_PAIRS = 2  # one pair per track: the smallest slice that still has both
 
 
 def _alive(pid: int) -> bool:

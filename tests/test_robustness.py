@@ -76,5 +76,9 @@ def test_bad_input() -> None:
         evaluator_agreement(good, pd.concat([good, good.iloc[:1]], ignore_index=True))
     with pytest.raises(ValueError, match="share no"):
         evaluator_agreement(good, cells([1.0], [("m9", "public", "puni")]))
-    with pytest.raises(ValueError, match="row 2 .*has no delta"):
-        evaluator_agreement(cells([1, 2, np.nan, 4, 5]), good)
+    # A cell without a Δ (no pair validly scored in both arms) is left out and counted, not an error:
+    # cells 1,2,4,5 agree in sign with Δ equal, so agreement 1.0 and mean |ΔA − ΔB| 0 over 4 cells.
+    out = evaluator_agreement(cells([1, 2, np.nan, 4, 5]), good)
+    assert (out["n_cells"], out["n_without_delta"], out["direction_agreement"], out["mean_abs_diff"]) == (4, 1, 1.0, 0)
+    nothing = evaluator_agreement(cells([np.nan] * 5), good)
+    assert nothing["n_cells"] == 0 and nothing["n_without_delta"] == 5 and np.isnan(nothing["mean_abs_diff"])

@@ -173,6 +173,19 @@ def test_mixed_effects_one_fit_per_group_level():
     assert fit.loc["b", "estimate"] == pytest.approx(-2.0, abs=1e-5)
 
 
+def test_mixed_effects_with_too_little_data_says_so_instead_of_failing():
+    # Model a: one pair (2 observations, as a run of one pair per track has); model b: one arm only (a run whose
+    # other answers were not validly scored); model c: five pairs, fitted as usual (d = 1,0,2,1,3 → 1.4).
+    long = pd.concat([_paired_long([2], [3], "a"), _paired_long([2, 4], [3, 5], "b").query("female == 0"),
+                      _paired_long([2, 4, 6, 8, 10], [3, 4, 8, 9, 13], "c")])
+    fit = stats.mixed_effects(long, by="model").set_index("model")
+    assert fit.loc[["a", "b"], ["estimate", "se", "p_value"]].isna().all().all()
+    assert fit.loc["a", "note"] == ("not fitted: 2 observation(s) in 2 arm(s); the model needs both arms and more "
+                                    "than 2 observations")
+    assert fit.loc["b", "note"].startswith("not fitted: 2 observation(s) in 1 arm(s)")
+    assert fit.loc["c", "estimate"] == pytest.approx(1.4, abs=1e-5) and fit.loc["c", "note"] == ""
+
+
 # ---------------------------------------------------------------- zero handling and effect sizes (issue 16.3)
 
 def test_zsplit_agrees_with_scipy_called_directly():
