@@ -119,13 +119,22 @@ def test_the_server_stops_on_ctrl_c_and_kill(sig):
     before = _server_pids()
     serve = subprocess.Popen([sys.executable, "-m", "gama_utils.local_server", "serve"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
-    lines = []
-    while not lines or "serving smollm2 at http://127.0.0.1:" not in lines[-1]:
-        lines.append(serve.stdout.readline())
-        assert lines[-1], f"the serve command ended before serving: {''.join(lines)}"
-    started = _server_pids() - before
-    assert len(started) == 1
-    serve.send_signal(sig)
-    assert serve.wait(30) in (0, 128 + sig)
-    time.sleep(0.5)
-    assert not any(_alive(pid) for pid in started)
+    started: set[int] = set()
+    try:
+        lines = []
+        while not lines or "serving smollm2 at http://127.0.0.1:" not in lines[-1]:
+            lines.append(serve.stdout.readline())
+            assert lines[-1], f"the serve command ended before serving: {''.join(lines)}"
+        started = _server_pids() - before
+        assert len(started) == 1
+        serve.send_signal(sig)
+        assert serve.wait(30) in (0, 128 + sig)
+        time.sleep(0.5)
+        assert not any(_alive(pid) for pid in started)
+    finally:  # a failed check must not leave the command or the server it started running
+        children = subprocess.run(["pgrep", "-P", str(serve.pid)], capture_output=True, text=True).stdout.split()
+        if serve.poll() is None:
+            serve.kill()
+        for pid in started | {int(p) for p in children}:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
