@@ -55,6 +55,46 @@ def test_frequent_429s_hold_the_model_and_cut_the_rate_to_what_was_admitted():
     assert pacer.rate_cuts == 1 and pacer.source == "429"
 
 
+def test_a_cut_books_again_the_requests_already_waiting_at_the_old_pace():
+    pacer = pacing.Pacer(maximum=64, fixed=True, rpm=None, tpm=None)
+    pacer._set_rate(40.0)                                             # learned earlier: 40 a second
+    departures: list[float] = []
+
+    async def one() -> None:
+        await pacer.turn(1)
+        departures.append(pacing.time.monotonic())
+
+    async def main() -> None:
+        waiting = [asyncio.create_task(one()) for _ in range(12)]      # booked 25 ms apart
+        await asyncio.sleep(0.01)
+        sent = [pacer.sent() for _ in range(30)]
+        for t in sent[:10]:
+            pacer.rate_limited_reply(t, 0.0, {})                      # frequent 429s: 20 admitted a second
+        await asyncio.gather(*waiting)
+
+    asyncio.run(main())
+    assert pacer.rate() == pytest.approx(20.0)                        # halved: a cut never goes further at once
+    gaps = [b - a for a, b in zip(departures[2:], departures[3:])]
+    assert len(gaps) == 9 and min(gaps) > 0.9 / 20.0                  # not the old 25 ms spacing
+
+
+def test_a_pace_that_draws_429s_again_is_cut_below_itself():
+    pacer = pacing.Pacer(maximum=64, fixed=True, rpm=None, tpm=None)
+    pacer._set_rate(20.0)
+    pacer._drew_429 = 19.0                                            # the limit learned earlier in the run
+    sent = [pacer.sent() for _ in range(20)]
+    pacer.rate_limited_reply(sent[-1], 0.0, {})                       # one 429 while paced above it
+    asyncio.run(pacer.turn(1))
+    assert pacer.rate() < 20.0 * pacing.CUT + 1e-9 and pacer.rate_cuts == 1
+    for _ in range(40):                                               # below the learned limit an isolated 429
+        t = pacer.sent()                                              # (a busy provider) changes nothing
+        pacer.answered(t, 0.01, 10, {})
+    rate = pacer.rate()
+    pacer.rate_limited_reply(pacer.sent(), 0.0, {})
+    asyncio.run(pacer.turn(1))
+    assert pacer.rate() == rate and pacer.rate_cuts == 1
+
+
 def test_an_isolated_429_delays_only_its_own_request():
     pacer = pacing.Pacer(maximum=64, fixed=False, rpm=None, tpm=None)
     for _ in range(40):

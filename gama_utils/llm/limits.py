@@ -104,6 +104,10 @@ class RateLimiter:
         """True when a request had to wait for its turn within the last second (the rate is what limits them)."""
         return now - self._waited < 1.0
 
+    def restart(self, at: float) -> None:
+        """Forget every booking: the next request may start at monotonic time `at`."""
+        self._tat = at
+
     def postpone(self, until: float) -> None:
         """Let nothing new start before monotonic time `until`."""
         self._tat = max(self._tat, until)

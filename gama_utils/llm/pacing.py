@@ -11,7 +11,10 @@ Without one, the rate is learned:
   whole model waits (one hold, so waiting requests leave one by one at the paced rate rather
   than in a herd) and, once the hold is over, the rate is cut to 97% of what the server admitted
   in the second before (never by more than half; not at all when nothing got through, then
-  Retry-After rules, nor when the rate is already below that). After two seconds without a 429,
+  Retry-After rules). A pace that draws such 429s again is cut to at least 5% below itself, and
+  requests already booked at the old pace book again at the new one (else they would leave at
+  the old spacing and draw more 429s). An isolated 429 for a request sent above the rate that
+  drew 429s earlier in the run is read as that limit too. After two seconds without a 429,
   while the rate is what holds requests back,
   it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
   the rate). Isolated 429s (a busy provider) delay only their own request;
@@ -42,6 +45,7 @@ INITIAL_CONCURRENCY = 16          # where an adaptive limit starts (slow start d
 HEADER_MARGIN = 0.98              # pace at 98% of a limit the server announces
 CALM_S = 2.0                      # seconds without a 429 before the rate grows again
 WINDOW_S = 1.0                    # the admitted rate is measured over this window
+CUT = 0.95                        # a paced rate that still draws frequent 429s is cut at least this much
 FAST_GROWTH, SLOW_GROWTH = 0.10, 0.01    # rate growth per second: far below / near the rate that drew a 429
 QUEUE_RATIO = 3.0                 # latency per token this many times the baseline: the server queues
 FLAT_RATIO = 1.5                  # below this the server keeps up: the number in flight may grow
@@ -77,6 +81,7 @@ class Pacer:
         self.peak_rate: float | None = None
         self.last_answer = time.monotonic()
         self._shift = 0.0
+        self._pace = 0
         self._last_429 = -1e9
         self._share_429 = 0.0
         self._last_grow = 0.0
@@ -106,10 +111,14 @@ class Pacer:
                 self._cut_rate(self._cut_due)
             if self.requests is None:
                 break
-            shift = self._shift
+            shift, pace = self._shift, self._pace
             wait = self.requests.delay(1.0)
             if wait > 0:
                 await asyncio.sleep(wait)
+                if self._cut_due is not None and time.monotonic() >= self.hold_until:
+                    self._cut_rate(self._cut_due)
+                if self._pace != pace:                 # the rate was cut while this request slept: book again
+                    continue
                 if self._shift > shift:                # a hold came while this request slept: it moves back too
                     await asyncio.sleep(self._shift - shift)
             break
@@ -159,7 +168,9 @@ class Pacer:
         sent = sum(1 for t in self._sends if t >= now - WINDOW_S)
         self._share_429 += (1.0 - self._share_429) / SHARE_SPAN
         expected = self._share_429 * sent                   # what the usual share of 429s would give
-        if len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5):
+        frequent = len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5)
+        above_learned = rate is not None and self._drew_429 is not None and rate > self._drew_429
+        if frequent or (above_learned and sent_at >= self._last_cut):
             self.hold(now + wait, now)
             if sent_at >= self._last_cut and self._cut_due is None:
                 self._cut_due = now
@@ -219,11 +230,16 @@ class Pacer:
         current = self.rate()
         if current is None:
             current = max(admitted, sum(1 for t in self._sends if t >= due - WINDOW_S) / WINDOW_S)
-        self._drew_429 = admitted
         target = max(admitted * 0.97, current * 0.5)
+        if self.requests is not None:                # 429s drawn at this very pace: the limit is below it
+            admitted = min(admitted, current)
+            target = min(target, current * CUT)
+        self._drew_429 = admitted
         if target >= current:
-            return                                   # already below what got through: these 429s are leftovers
+            return
         self._set_rate(target)
+        self._pace += 1                              # requests booked at the old pace book again at the new one
+        self.requests.restart(max(time.monotonic(), self.hold_until))
         self.source = "429" if self.source != "configured" else self.source
         self.rate_cuts += 1
         self._last_cut = self._last_grow = time.monotonic()
