@@ -5,8 +5,10 @@ Against tests/fake_openai.py spawned in its own process (or any OpenAI-compatibl
 
 (A) n requests (default 2,000) at 500 ms latency, with the default settings (no concurrency given)
     and with concurrency 64: wall, ideal (n × latency / 64 = 15.6 s), efficiency = ideal / wall,
-    CPU per request; then a second, fully cached run. Optionally (--compare-sdk) the openai-SDK
-    transport and a bare asyncio + semaphore loop; a plain sequential loop, extrapolated.
+    CPU per request; a bare aiohttp loop at 64 in flight on the same server, as this machine's
+    ceiling (the issue set its targets beside one); then a second, fully cached run. Optionally
+    (--compare-sdk) the openai-SDK transport and a bare asyncio + semaphore loop over AsyncOpenAI;
+    a plain sequential loop, extrapolated.
 (B) 600 requests to a server allowing 1,200 requests per minute (429 with Retry-After of tens of
     ms and retry-after-ms beyond it, x-ratelimit-* headers unless switched off): limit configured
     (rpm=1200); not configured, headers on; not configured, no headers (defaults, then
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import statistics
@@ -37,6 +40,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import aiohttp
 import openai  # imported before any timing
 
 from gama_utils import llm
@@ -80,6 +84,22 @@ def bare_sdk(base_url: str, model: str, key: str, n: int, concurrency: int) -> N
     asyncio.run(main())
 
 
+def bare_aiohttp(base_url: str, model: str, key: str, n: int, concurrency: int, tag: str) -> None:
+    """The machine's ceiling: asyncio + semaphore over one aiohttp session, no cache, pacing or retries."""
+    async def main() -> None:
+        gate = asyncio.Semaphore(concurrency)
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=headers) as session:
+            async def one(i: int) -> None:
+                body = {"model": model, "messages": [{"role": "user", "content": f"{tag} question {i}: is this fair?"}]}
+                async with gate, session.post(f"{base_url}/chat/completions", data=json.dumps(body).encode()) as r:
+                    json.loads(await r.read())
+
+            await asyncio.gather(*(one(i) for i in range(n)))
+
+    asyncio.run(main())
+
+
 def sequential_sdk(base_url: str, model: str, key: str, n: int) -> None:
     """A plain loop over the synchronous openai client."""
     client = openai.OpenAI(base_url=base_url, api_key=key, max_retries=2)
@@ -108,6 +128,15 @@ def scenario_a(args, spec: llm.ModelSpec, key: str, tmp: Path) -> None:
                   f"errors {failed}  final in flight limit {model['concurrency']}", flush=True)
         median_line("efficiency", efficiencies)
         median_line("CPU", cpus, " ms/req")
+    efficiencies, cpus = [], []
+    for repeat in range(args.repeat):
+        _, wall, cpu = timed(bare_aiohttp, spec.resolved_base_url(), spec.model, key, n, 64, f"bare-{repeat}")
+        efficiencies.append(ideal / wall)
+        cpus.append(1000 * cpu / n)
+        print(f"  {'reference: bare aiohttp loop, 64':<40} wall {wall:6.2f} s  efficiency {ideal / wall:5.3f}  "
+              f"CPU {1000 * cpu / n:4.2f} ms/req  (this machine's ceiling: no cache, pacing or retries)", flush=True)
+    median_line("efficiency", efficiencies)
+    median_line("CPU", cpus, " ms/req")
     _, cached_wall, cached_cpu = timed(llm.run, requests_for(spec, n, f"A64-{args.repeat - 1}"), cache=cache,
                                        progress=args.progress)
     print(f"  {'second run, fully cached':<40} wall {cached_wall:6.3f} s  CPU {1e6 * cached_cpu / n:6.1f} us/req",

@@ -239,7 +239,8 @@ class Pacer:
             return
         self._set_rate(target)
         self._pace += 1                              # requests booked at the old pace book again at the new one
-        self.requests.restart(max(time.monotonic(), self.hold_until))
+        if self.requests is not None:
+            self.requests.restart(max(time.monotonic(), self.hold_until))
         self.source = "429" if self.source != "configured" else self.source
         self.rate_cuts += 1
         self._last_cut = self._last_grow = time.monotonic()

@@ -187,12 +187,20 @@ def estimate_cost(spec: ModelSpec, input_tokens: int, output_tokens: int, *, bat
 
     A model without prices on a local or private-network server costs nothing per token (0.0).
     """
-    if spec.simulated:
-        return 0.0
-    if spec.price_input_per_m is None or spec.price_output_per_m is None:
-        return 0.0 if spec.is_local else None
-    cost = (input_tokens * spec.price_input_per_m + output_tokens * spec.price_output_per_m) / 1e6
+    prices = token_prices(spec)
+    if prices is None:
+        return None
+    cost = input_tokens * prices[0] + output_tokens * prices[1]
     return cost / 2 if batch else cost
+
+
+def token_prices(spec: ModelSpec) -> tuple[float, float] | None:
+    """USD per input and per output token; (0, 0) for simulated models and unpriced servers of one's own; else None."""
+    if spec.simulated:
+        return 0.0, 0.0
+    if spec.price_input_per_m is None or spec.price_output_per_m is None:
+        return (0.0, 0.0) if spec.is_local else None
+    return spec.price_input_per_m / 1e6, spec.price_output_per_m / 1e6
 
 
 @lru_cache(maxsize=8)

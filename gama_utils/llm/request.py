@@ -126,13 +126,13 @@ def cache_key(provider: str, endpoint: str, sample: int, body_json: str, server:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def prepare(request: Request, spec: ModelSpec | None = None) -> Prepared:
-    """Build body, key and token estimate of a request."""
+def prepare(request: Request, spec: ModelSpec | None = None, server: str | None = None) -> Prepared:
+    """Build body, key and token estimate of a request (`server`: the spec's server_id, if already known)."""
     spec = spec or resolve_model(request.model)
     body = build_body(spec, request)
     body_json = canonical_json(body)
     out_limit = next((int(body[k]) for k in _OUTPUT_LIMITS if body.get(k)), UNLIMITED_OUTPUT_TOKENS)
-    server = server_id(spec)
+    server = server or server_id(spec)
     return Prepared(spec=spec, body=body, body_json=body_json,
                     key=cache_key(spec.provider, spec.endpoint, request.sample, body_json, server),
                     sample=request.sample, server=server, est_input_tokens=len(body_json.encode("utf-8")) // 3 + 8,

@@ -30,7 +30,7 @@ from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, R
 from gama_utils.llm.leases import Leases
 from gama_utils.llm.limits import Budget
 from gama_utils.llm.pacing import DEFAULT_CONCURRENCY, Pacer
-from gama_utils.llm.registry import ModelSpec, check_ready, estimate_cost, redact_url
+from gama_utils.llm.registry import ModelSpec, check_ready, redact_url, token_prices
 from gama_utils.llm.request import Prepared, Result, read_completion
 from gama_utils.llm.transport import TransportFailure, make_transport
 from gama_utils.llm.writer import CacheWriter
@@ -68,6 +68,7 @@ class _Model:
         self.spec = spec
         self.key = spec.api_key()
         self.transport = make_transport(spec)
+        self.prices = token_prices(spec) or (0.0, 0.0)     # per token, once per run (a cap refuses unpriced models)
         self.pacer = pacer
         self.items: deque[Prepared] = deque()
         self.waiting = 0                      # requests leased to another run, not yet answered
@@ -102,8 +103,9 @@ class Sender:
         """Send every pending request, per model, within the limits."""
         by_model: dict[str, list[Prepared]] = {}
         specs: dict[str, ModelSpec] = {}
+        names: dict[int, str] = {}                     # one dump per spec object, not per request
         for item in pending.values():
-            name = item.spec.model_dump_json()
+            name = names.get(id(item.spec)) or names.setdefault(id(item.spec), item.spec.model_dump_json())
             by_model.setdefault(name, []).append(item)
             specs.setdefault(name, item.spec)
         if self.budget is not None:
@@ -330,9 +332,9 @@ class Sender:
         except (_NotSent, asyncio.CancelledError):
             pass
 
-    async def _reserve(self, budget: Budget, item: Prepared) -> float:
+    async def _reserve(self, budget: Budget, model: _Model, item: Prepared) -> float:
         """Reserve the request's worst-case cost in the Budget, waiting for requests in flight to settle."""
-        cost = estimate_cost(item.spec, item.est_input_tokens, item.est_output_tokens) or 0.0
+        cost = item.est_input_tokens * model.prices[0] + item.est_output_tokens * model.prices[1]
         while True:
             why = budget.reserve(item.est_tokens, cost)
             if why is None:
@@ -358,7 +360,7 @@ class Sender:
         await pacer.turn(item.est_tokens)
         if self.stop is not None:
             raise _NotSent
-        reserved_cost = await self._reserve(self.budget, item) if self.budget is not None else 0.0
+        reserved_cost = await self._reserve(self.budget, model, item) if self.budget is not None else 0.0
         self.stats["attempts"] += 1
         sent_at = pacer.sent()
         start = time.perf_counter()
@@ -432,19 +434,16 @@ class Sender:
     def _answered(self, model: _Model, item: Prepared, parsed: dict[str, Any], data: dict[str, Any],
                   latency: float, attempt: int, reserved_cost: float, sent_at: float,
                   headers: Mapping[str, str]) -> None:
-        spec = model.spec
         result = Result(key=item.key, latency_s=latency, attempts=attempt, **parsed)
         if self.writer is not None:
             self.writer.add(item, result, {"response_model": data.get("model"), "id": data.get("id"),
-                                           "alias": spec.alias, "attempts": attempt,
+                                           "alias": model.spec.alias, "attempts": attempt,
                                            "system_fingerprint": data.get("system_fingerprint")})
         n_in, n_out = result.input_tokens or 0, result.output_tokens or 0
-        cost = estimate_cost(spec, n_in, n_out) or 0.0
+        cost = n_in * model.prices[0] + n_out * model.prices[1]
         if self.budget is not None:
             self._settle(self.budget, item, reserved_cost, n_in + n_out, cost)
-        stats = self.stats
-        stats["input_tokens"] += n_in
-        stats["output_tokens"] += n_out
-        stats["cost_usd"] += cost
+        for name, value in (("input_tokens", n_in), ("output_tokens", n_out), ("cost_usd", cost)):
+            self.stats[name] += value
         model.pacer.answered(sent_at, latency, result.output_tokens, headers)
         self.job.fill(item, result, count="answered")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from gama_utils.llm.registry import ModelSpec
 
@@ -51,6 +52,7 @@ class AiohttpTransport:
             self.url = base + _PATHS[spec.endpoint]
             if key:
                 headers["Authorization"] = f"Bearer {key}"
+        self._url = URL(self.url)                # parsed once, not per request
         self._headers = headers
         self._timeout = aiohttp.ClientTimeout(total=spec.timeout_s, sock_connect=min(30.0, spec.timeout_s))
         self._session: aiohttp.ClientSession | None = None
@@ -58,14 +60,14 @@ class AiohttpTransport:
     def _open(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30)
         self._session = aiohttp.ClientSession(connector=connector, headers=self._headers, timeout=self._timeout,
-                                              skip_auto_headers=("User-Agent",))
+                                              skip_auto_headers=("User-Agent",), cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def post(self, body: dict[str, Any], body_json: str) -> Reply:
         """POST the body; TransportFailure if no complete reply arrives."""
         session = self._session or self._open()
         try:
-            async with session.post(self.url, data=body_json.encode("utf-8")) as response:
+            async with session.post(self._url, data=body_json.encode("utf-8")) as response:
                 return Reply(response.status, response.headers, await response.read())
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise TransportFailure(_describe(exc)) from None
