@@ -17,7 +17,7 @@ Without one, the rate is learned:
   drew 429s earlier in the run is read as that limit too. After two seconds without a 429,
   while the rate is what holds requests back,
   it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
-  the rate). Isolated 429s (a busy provider) delay only their own request;
+  the rate). Other isolated 429s (a busy provider) delay only their own request;
 - from a limit saved by an earlier run for the same provider, model and server: the run starts
   at 98% of it and keeps adapting (growing by 1% a second near it).
 
