@@ -133,12 +133,12 @@ def english_cues(text: str) -> list[str]:
             problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin letters")
             word = latin
         stem = _stem(word)
-        bare = _stem(without_accents(word))
+        plain = without_accents(word)
+        bare = _stem(plain)
         if _is_gendered(stem):
             problems.append(f"gendered word {word!r} outside a placeholder")
         elif bare != stem and _is_gendered(bare):
-            problems.append(f"gendered word {word!r} (reads {without_accents(word)!r} without its accents) outside "
-                            "a placeholder")
+            problems.append(f"gendered word {word!r} (reads {plain!r} without its accents) outside a placeholder")
         elif word[0].isupper() and (stem in GENDERED_NAMES or stem in AMBIGUOUS_NAMES):
             before, after = text[: match.start()], text[match.end():]
             sentence_start = re.search(r"(^|[.!?:\n][\"'“‘(\s]*)\s*$", before) is not None

@@ -107,16 +107,14 @@ class Pacer:
             if now < self.hold_until:
                 await asyncio.sleep(self.hold_until - now)
                 continue
-            if self._cut_due is not None:
-                self._cut_rate(self._cut_due)
+            self._cut_when_due()
             if self.requests is None:
                 break
             shift, pace = self._shift, self._pace
             wait = self.requests.delay(1.0)
             if wait > 0:
                 await asyncio.sleep(wait)
-                if self._cut_due is not None and time.monotonic() >= self.hold_until:
-                    self._cut_rate(self._cut_due)
+                self._cut_when_due()
                 if self._pace != pace:                 # the rate was cut while this request slept: book again
                     continue
                 if self._shift > shift:                # a hold came while this request slept: it moves back too
@@ -126,6 +124,11 @@ class Pacer:
             wait = self.tokens.delay(tokens)
             if wait > 0:
                 await asyncio.sleep(wait)
+
+    def _cut_when_due(self) -> None:
+        """Carry out a planned cut of the rate once the hold that came with it is over."""
+        if self._cut_due is not None and time.monotonic() >= self.hold_until:
+            self._cut_rate(self._cut_due)
 
     def sent(self) -> float:
         """Note a request leaving now; returns the time."""
@@ -192,7 +195,7 @@ class Pacer:
         """Requests per second this model is paced at (None: not paced)."""
         return self.requests.per_minute / 60.0 if self.requests is not None else None
 
-    def _set_rate(self, per_second: float) -> None:
+    def _set_rate(self, per_second: float) -> RateLimiter:
         per_second = max(MIN_RATE, per_second)
         cap = self._cap()
         if cap is not None:
@@ -203,6 +206,7 @@ class Pacer:
         else:
             self.requests.per_minute = per_second * 60.0
         self.peak_rate = max(self.peak_rate or 0.0, per_second)
+        return self.requests
 
     def _cap(self) -> float | None:
         """The highest rate allowed: the configured one, or 98% of the server's announced limit if lower."""
@@ -237,10 +241,8 @@ class Pacer:
         self._drew_429 = admitted
         if target >= current:
             return
-        self._set_rate(target)
+        self._set_rate(target).restart(max(time.monotonic(), self.hold_until))
         self._pace += 1                              # requests booked at the old pace book again at the new one
-        if self.requests is not None:
-            self.requests.restart(max(time.monotonic(), self.hold_until))
         self.source = "429" if self.source != "configured" else self.source
         self.rate_cuts += 1
         self._last_cut = self._last_grow = time.monotonic()

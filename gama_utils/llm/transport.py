@@ -44,15 +44,15 @@ class AiohttpTransport:
         key = spec.api_key()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if spec.client == "azure":
-            self.url = (f"{base}/openai/deployments/{spec.model}{_PATHS[spec.endpoint]}"
+            url = (f"{base}/openai/deployments/{spec.model}{_PATHS[spec.endpoint]}"
                         f"?api-version={spec.resolved_api_version()}")
             if key:
                 headers["api-key"] = key
         else:
-            self.url = base + _PATHS[spec.endpoint]
+            url = base + _PATHS[spec.endpoint]
             if key:
                 headers["Authorization"] = f"Bearer {key}"
-        self._url = URL(self.url)                # parsed once, not per request
+        self._url = URL(url)                     # parsed once, not per request
         self._headers = headers
         self._timeout = aiohttp.ClientTimeout(total=spec.timeout_s, sock_connect=min(30.0, spec.timeout_s))
         self._session: aiohttp.ClientSession | None = None
