@@ -46,14 +46,17 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
                 simulated: bool | None = None) -> dict[str, Path]:
     """Write name.csv (numbers), name.md and name.tex (paper style) with the caption; returns the paths.
 
-    The caption starts with "SIMULATED" when `simulated` (default: the table's attrs) is true, and
+    The caption starts with "SIMULATED" when `simulated` (default: the table's attrs, else whether any row
+    of its own `simulated` column is true) is true, and
     with "PLUMBING CHECK" when the run the folder belongs to used a plumbing-check model. The CSV
     carries a `simulated` column (True/False; a table's own per-row column is kept). attrs["notes"]
     (a string or a list of them) follow the table in the Markdown and LaTeX files.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    simulated = table.attrs.get("simulated", False) if simulated is None else simulated
+    if simulated is None:
+        own = "simulated" in table.columns and bool(table["simulated"].astype(bool).any())
+        simulated = table.attrs.get("simulated", own)
     caption = f"{provenance_note(directory, simulated)} {caption}".lstrip()
     notes = table.attrs.get("notes") or []
     notes = [notes] if isinstance(notes, str) else list(notes)

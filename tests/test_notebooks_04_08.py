@@ -100,7 +100,8 @@ def test_every_stage_writes_its_artifacts(offline_run):
     evaluations = runs.load(offline_run, "evaluations")
     assert set(evaluations.blind) == {False, True} and evaluations.valid.all()
     for name in ("table2_intimate", "table3_public", "table6_pvalues", "table7_qwen_intimate", "table8_qwen_public",
-                 "table10_intimate_swap", "table11_public_swap", "table4_human", "evaluator_agreement"):
+                 "table10_intimate_swap", "table11_public_swap", "table4_human", "evaluator_agreement",
+                 "ablation_differences", "ablation_trend"):
         caption = (offline_run / "tables" / f"{name}.md").read_text(encoding="utf-8").splitlines()[0]
         assert caption.startswith("SIMULATED"), name
         assert (offline_run / "tables" / f"{name}.tex").exists() and (offline_run / "tables" / f"{name}.csv").exists()

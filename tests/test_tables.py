@@ -239,7 +239,12 @@ def test_every_csv_says_whether_it_is_simulated(tmp_path):
         path = tables.write_table(tables.stratified_table(frame, "dimension"), tmp_path, "dimension_gaps", "Δ")["csv"]
         assert pd.read_csv(path)["simulated"].tolist() == [simulated, simulated]
     own = pd.DataFrame({"model": ["a", "b"], "simulated": [True, False]})
-    assert pd.read_csv(tables.write_table(own, tmp_path, "own", "x")["csv"])["simulated"].tolist() == [True, False]
+    paths = tables.write_table(own, tmp_path, "own", "x")
+    assert pd.read_csv(paths["csv"])["simulated"].tolist() == [True, False]
+    # A table whose only mark is its own column (07's ablation tables) gets the caption from it too.
+    assert paths["md"].read_text().startswith("SIMULATED")
+    real = tables.write_table(own.assign(simulated=False), tmp_path, "real", "x")
+    assert not real["md"].read_text().startswith("SIMULATED")
 
 
 # ---------------------------------------------------------------- escaping for every format (issue 15.6)
