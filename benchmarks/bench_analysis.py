@@ -19,8 +19,10 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from gama_utils import gaps, grid, plots, tables  # noqa: E402
-from gama_utils.paper import MAIN_MODELS  # noqa: E402
+from gama_utils.analysis import gaps
+from gama_utils.analysis.paper import MAIN_MODELS  # noqa: E402
+from gama_utils.core import grid
+from gama_utils.report import plots, tables  # noqa: E402
 
 
 def synthetic_evaluations(n_models: int = 17, seed: int = 0, invalid_share: float = 0.01) -> pd.DataFrame:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from gama_utils import lexicon, paper, sim
-from gama_utils.grid import composition
+from gama_utils.analysis import paper
+from gama_utils.core.grid import composition
+from gama_utils.judge import lexicon
+from gama_utils.sim import targets as sim
 
 
 def main() -> None:

@@ -1,3 +1,8 @@
-"""GAMA-Bench helper package: every notebook's logic lives here."""
+"""GAMA-Bench helper package: every notebook's logic lives here, in packages that follow the paper's stages.
+
+core (metrics, grid, paths, schema, run folders) and llm (model access) at the bottom; then, in pipeline
+order, bench (01-03), collect (04), judge (05), analysis (06-08), report; human (validation kit) and sim
+(the offline backend) on those; runs (orchestration) on top. A package imports only from packages before it.
+"""
 
 __version__ = "0.1.0"

@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session", autouse=True)
 def _runs_in_temporary_folders():
     """Tests write their runs in pytest's temporary folders, outside outputs/: the explicit flag allows that
-    (gama_utils.run_folders; tests/test_run_folders.py checks the refusal without it). Repository folders stay
+    (gama_utils.core.run_folders; tests/test_run_folders.py checks the refusal without it). Repository folders stay
     refused whatever the flag."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GAMA_RUN_DIR_ANYWHERE", "1")
@@ -72,7 +72,7 @@ def fake_openai(_fake_openai_server, monkeypatch):
 def paper_metrics_only():
     """Only the paper's six metrics are registered while a module's tests run (whatever else a collaborator
     has declared): for tests whose data are the paper's six-field evaluator answers."""
-    from gama_utils import metrics
+    from gama_utils.core import metrics
 
     with metrics.only(metrics.PAPER_METRIC_KEYS):
         yield

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 from test_generate import GENERATORS
 
-from gama_utils import compilation, datasheet, deduplication, generate, publication, review, screening
+from gama_utils.bench import compilation, datasheet, deduplication, generate, publication, review, screening
 
 
 def build_offline(bank: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Path]]:

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from gama_utils import ablation, paper
+from gama_utils.analysis import ablation, paper
 
 
 def variants(rows):

@@ -1,4 +1,4 @@
-"""§4.3 as tests (gama_utils.ablation, issue 16.6): differences of gaps between variants and the trend over size."""
+"""§4.3 as tests (gama_utils.analysis.ablation, issue 16.6): gap differences between variants, the size trend."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from gama_utils import ablation, stats
+from gama_utils.analysis import ablation, stats
 from tests.test_gaps import evaluation_rows
 
 SCALE = ablation.Comparison("Scale", ("toy-1b", "toy-4b", "toy-16b"))

@@ -8,9 +8,11 @@ import pandas as pd
 import papermill
 import pytest
 
-from gama_utils import report, respond, runs
+from gama_utils.collect import respond
+from gama_utils.core import run_folders
+from gama_utils.core.prompts import evaluator_schema
 from gama_utils.paths import NOTEBOOKS
-from gama_utils.prompts import evaluator_schema
+from gama_utils.report import run_report as report
 
 pytestmark = pytest.mark.slow
 
@@ -81,8 +83,9 @@ def own_models_run(tmp_path_factory, _fake_openai_server):
         pd.DataFrame([{"pair_id": p, "model": "imported-model", "arm": arm,
                        "answer": framed_answer({"messages": [{"content": prompts.at[p, f"prompt_{arm}"]}]})["content"]}
                       for p in pairs.pair_id for arm in ("male", "female")]).to_csv(imported, index=False)
-        collected = runs.load(run, "responses")
-        runs.save(pd.concat([collected, respond.import_responses(str(imported))], ignore_index=True), run, "responses")
+        collected = run_folders.load(run, "responses")
+        both = pd.concat([collected, respond.import_responses(str(imported))], ignore_index=True)
+        run_folders.save(both, run, "responses")
         execute("05_evaluate", evaluator="my-judge", max_usd=1.0)
         execute("06_analyze", n_boot=200)
         toy = [{**inline, "model": f"toy/toy-{size}b", "family": "Toy", "size_b": size, "post_training": "instruct",
@@ -106,7 +109,7 @@ def test_tables_keep_the_paper_layout_with_the_run_models_grouped(own_models_run
     assert list(table2["Group"]) == ["My lab's models", "Other models", "Other models"]
     assert list(table2["Model"]) == ["my-model", "imported-model", "openai-compatible:vendor/chat-7b"]
     assert {"Puni. Male", "Puni. Female", "Puni. Δ", "Full-Bl. Δ"} <= set(table2.columns)
-    gaps = runs.load(run, "gaps")
+    gaps = run_folders.load(run, "gaps")
     paper_gaps = gaps[gaps.comparison == "female-male"]
     puni = paper_gaps[(paper_gaps.metric == "puni")].set_index(["model", "track"])["delta"]
     assert (puni < 0).all(), "the planted answers are harsher for male actors: every Puni. Δ is negative"
@@ -135,7 +138,7 @@ def test_a_variant_family_of_ones_own_is_compared_along_scale(own_models_run):
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["stages"]["07_ablation"]["comparisons"] == [
         {"axis": "Scale", "models": [f"openai-compatible:toy/toy-{s}b" for s in (1, 3, 8)]}]
-    assert set(runs.load(run, "gaps_qwen").model) == {f"openai-compatible:toy/toy-{s}b" for s in (1, 3, 8)}
+    assert set(run_folders.load(run, "gaps_qwen").model) == {f"openai-compatible:toy/toy-{s}b" for s in (1, 3, 8)}
 
 
 def test_the_evaluator_swap_takes_any_two_evaluators(own_models_run):
@@ -148,7 +151,7 @@ def test_the_evaluator_swap_takes_any_two_evaluators(own_models_run):
 
 def test_the_judge_got_the_schema_as_response_format(own_models_run):
     run, _ = own_models_run
-    evaluations = runs.load(run, "evaluations")
+    evaluations = run_folders.load(run, "evaluations")
     assert evaluations.valid.all() and set(evaluations.evaluator) == {"my-judge"}
     assert JUDGE_FORMATS and all(f["type"] == "json_schema" and f["json_schema"]["schema"] == evaluator_schema()
                                  for f in JUDGE_FORMATS)

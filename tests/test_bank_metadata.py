@@ -6,10 +6,10 @@ import json
 import pandas as pd
 import pytest
 
-from gama_utils import bank_metadata as bm
-from gama_utils.lint import lint_bank
+from gama_utils.bench import bank_metadata as bm
+from gama_utils.bench.lint import lint_bank
+from gama_utils.bench.templates import TemplateFileError, load_templates, save_templates
 from gama_utils.paths import DATA, TEMPLATES
-from gama_utils.templates import TemplateFileError, load_templates, save_templates
 from tests.test_templates import CLEAN_INTIMATE, CLEAN_PUBLIC
 
 

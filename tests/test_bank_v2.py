@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from gama_utils import bank_audit, lint
-from gama_utils.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups
-from gama_utils.mirror import compile_pair
-from gama_utils.templates import METADATA_FIELDS, load_templates
-from gama_utils.wording import advice_question_problem, agreement_errors
+from gama_utils.bench import bank_audit, lint
+from gama_utils.bench.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups
+from gama_utils.bench.mirror import compile_pair
+from gama_utils.bench.templates import METADATA_FIELDS, load_templates
+from gama_utils.bench.wording import advice_question_problem, agreement_errors
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from gama_utils import grid
-from gama_utils.deduplication import deduplicate, deduplicate_across_bank
+from gama_utils.bench.deduplication import deduplicate, deduplicate_across_bank
+from gama_utils.bench.templates import load_templates
+from gama_utils.core import grid
 from gama_utils.paths import BENCHMARK
-from gama_utils.templates import load_templates
 
 
 def test_shipped_benchmark_has_the_papers_exact_composition():

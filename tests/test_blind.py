@@ -1,4 +1,4 @@
-"""Masking of gender markers (gama_utils.blind): hand-written answers and their hand-masked forms."""
+"""Masking of gender markers (gama_utils.judge.blind): hand-written answers and their hand-masked forms."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gama_utils.blind import gender_markers, mask_gender
+from gama_utils.judge.blind import gender_markers, mask_gender
 
 # An independent list of gender markers, written for this test (not taken from blind.py).
 ENGLISH_MARKERS = re.compile(

@@ -10,22 +10,22 @@ import pandas as pd
 import pytest
 from test_generate import GENERATORS, write_small_bank
 
-from gama_utils import (
+from gama_utils.bench import (
     compilation,
     composition,
     datasheet,
     deduplication,
     generate,
-    grid,
     publication,
     review,
     screening,
 )
-from gama_utils.generate import AnswerError
-from gama_utils.mirror import PREFIXES, compile_pair, mirror_violations
+from gama_utils.bench.generate import AnswerError
+from gama_utils.bench.mirror import PREFIXES, compile_pair, mirror_violations
+from gama_utils.bench.templates import lint_bank, lint_template, load_templates, save_templates
+from gama_utils.core import grid
+from gama_utils.core.schema import PAIRS
 from gama_utils.paths import BENCHMARK
-from gama_utils.schema import PAIRS
-from gama_utils.templates import lint_bank, lint_template, load_templates, save_templates
 
 ORIGINAL = "financial_control-L2-self_justifying-01"
 

@@ -21,11 +21,18 @@ import pandas as pd
 import pytest
 import yaml
 from fake_openai import default_answer
+from other_api import KEY as OTHER_KEY
+from other_api import OtherServer
 from test_toy_dimension import TOY, TOY_TEMPLATES
 
-from gama_utils import evaluate, gaps, grid, judges, metrics, report, runs
+from gama_utils.analysis import gaps
+from gama_utils.bench.templates import TemplateFileError, load_templates, save_templates
+from gama_utils.core import grid, metrics, run_folders
+from gama_utils.judge import evaluate, judges
+from gama_utils.llm import registry
 from gama_utils.paths import ROOT
-from gama_utils.templates import TemplateFileError, load_templates, save_templates
+from gama_utils.report import run_report as report
+from gama_utils.runs import orchestrate as runs
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 
@@ -41,8 +48,8 @@ NOT_RUN = {
     "make test   ": "the commands themselves: make test runs this suite, and tests/test_guardrails.py runs "
                     "ruff and mypy as the block shows",
 }
-RECIPES = {"answers", "model", "model-run", "metric", "metric-everywhere", "dimension", "dimension-check", "judge",
-           "notebook-parameters", "notebook"}
+RECIPES = {"answers", "model", "model-run", "provider", "metric", "metric-everywhere", "dimension", "dimension-check",
+           "judge", "notebook-parameters", "notebook"}
 # The judge recipe's word list, counted in the answers here independently of the judge.
 HARSH_WORDS = ("appalling", "degrading", "humiliating", "out of line", "toxic")
 
@@ -110,13 +117,33 @@ def test_adding_a_model_runs_as_written(tmp_path, _fake_openai_server):
         assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     finally:
         server.reset()
-    responses = runs.load(outputs / "runs" / "my-model", "responses")
+    responses = run_folders.load(outputs / "runs" / "my-model", "responses")
     assert set(responses.model) == {"my-model"} and set(responses.group) == {"My lab"}
     assert responses.pair_id.nunique() == 3 and len(responses) == 6 and responses.error.isna().all()
     assert (responses.answer == "Answer to: " + responses.prompt.str[:200]).all()  # the server's answers
     assert len(seen) == 6 and {body["model"] for body in seen} == {"vendor/my-model-2026"}
     assert {(body["temperature"], body["top_p"], body["max_tokens"]) for body in seen} == {(0.3, 0.95, 4096)}
     assert "models" in yaml.safe_load((ROOT / "configs" / "models.yaml").read_text(encoding="utf-8"))
+
+
+def test_adding_a_provider_answers_through_its_api_with_the_layers_cache_and_cap(monkeypatch, outputs):
+    """The recipe against tests/other_api.py (its own request and response shape): the answer, the usage charged,
+    a second run from the cache, not simulated."""
+    server = OtherServer().start()
+    monkeypatch.setenv("OTHER_API_KEY", OTHER_KEY)
+    try:
+        found = run_python(["provider"], {"http://localhost:9000": server.base_url})
+        again = run_python(["provider"], {"http://localhost:9000": server.base_url})
+    finally:
+        server.stop()
+        registry._PROVIDERS.pop("other-api", None)
+        registry.client_kinds.cache_clear()
+    answer = found["answers"][0]
+    assert answer.text == "echo: Hello" and not answer.simulated and not found["spec"].simulated
+    assert (answer.input_tokens, answer.output_tokens) == (7, 1000)  # the server's meter, read by from_api
+    assert found["answers"].stats["cost_usd"] == pytest.approx(7 / 1e6 * 1.0 + 1000 / 1e6 * 10.0)
+    assert again["answers"][0].cached and len(server.received) == 1
+    assert server.received[0]["input"]["turns"] == [{"who": "user", "text": "Hello"}]
 
 
 def test_adding_a_metric_reaches_prompt_schema_gaps_tables_and_the_human_form(tmp_path, registries):
@@ -185,7 +212,7 @@ def test_a_new_analysis_notebook_is_run_and_reported_as_written(tmp_path):
     responses = run_python(["answers"])["responses"]
     result = gaps.paired_gaps(evaluate.evaluate_responses(responses, "lexicon", progress=False))
     run = tmp_path / "run"
-    runs.save(result, run, "gaps")
+    run_folders.save(result, run, "gaps")
     cells = [{"cell_type": "markdown", "metadata": {}, "source": "# 09_mean_delta: mean Δ per metric"}]
     for name, tags in (("notebook-parameters", ["parameters"]), ("notebook", [])):
         cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": tags}, "outputs": [],

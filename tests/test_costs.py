@@ -1,7 +1,8 @@
 import pandas as pd
 import pytest
 
-from gama_utils import costs, llm
+from gama_utils import llm
+from gama_utils.runs import costs
 
 
 def _pairs(n, chars=400):

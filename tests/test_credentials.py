@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from gama_utils import credentials, runs
-from gama_utils.parameters import ParameterError, problems
+from gama_utils.core import credentials, run_folders
+from gama_utils.runs import orchestrate as runs
+from gama_utils.runs.parameters import ParameterError, problems
 
 # The shape of an OpenAI project key (made up), assembled here so that no key-shaped string is tracked.
 KEY = "-".join(("sk", "proj", "Zx81LqPw0aTnVb3mRk6YcHd2"))
@@ -67,7 +68,7 @@ def test_an_env_name_field_must_hold_a_name_never_the_key():
 
 def _run_with_model(run, monkeypatch, key_env="MY_KEY_ENV", key=KEY):
     monkeypatch.setenv(key_env, key)
-    runs.update_manifest(run, "04_respond", models=[{"base_url": "http://localhost:8000/v1", "model": "m",
+    run_folders.update_manifest(run, "04_respond", models=[{"base_url": "http://localhost:8000/v1", "model": "m",
                                                      "api_key_env": key_env, "alias": "mine"}])
 
 
@@ -82,7 +83,7 @@ def test_a_key_value_written_into_a_run_file_stops_the_run_naming_the_file(tmp_p
         credentials.check_run_files(run)
     assert str(caught.value).startswith(f"{leaked}: holds the value of an API key") and KEY not in str(caught.value)
     with pytest.raises(credentials.SecretInFileError):  # every stage's manifest update checks the files
-        runs.update_manifest(run, "05_evaluate", evaluator="lexicon")
+        run_folders.update_manifest(run, "05_evaluate", evaluator="lexicon")
 
 
 def test_the_scan_finds_a_key_behind_json_escapes_and_across_read_blocks(tmp_path, monkeypatch):

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from gama_utils import bank_metadata, datasheet, embeddings, grid, wording
+from gama_utils.bench import bank_metadata, datasheet, embeddings, wording
+from gama_utils.bench.templates import load_templates
+from gama_utils.core import grid
 from gama_utils.paths import BENCHMARK
-from gama_utils.templates import load_templates
 
 ENDING = " What should I do now?"
 TEXTS = {
@@ -79,7 +80,7 @@ def test_the_shipped_datasheet_reports_the_measured_numbers_of_the_shipped_bank(
     bank = load_templates().set_index("template_id").loc[pairs["template_id"]]
     errors = sum(len(wording.agreement_errors(p)) for p in pairs["prompt_neutral"])
     assert errors == 0 and f"every `prompt_neutral`): {errors}." in readme
-    assert "asks for advice about what to do (`gama_utils.wording.advice_question_problem`): 1.0." in readme
+    assert "asks for advice about what to do (`gama_utils.bench.wording.advice_question_problem`): 1.0." in readme
     intimate = bank[bank["track"] == "intimate"]
     outside = int(intimate["setting_region"].map(lambda c: bank_metadata.english_speaking(c) is False).sum())
     assert outside / len(intimate) >= 1 / 3

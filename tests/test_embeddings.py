@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gama_utils import embeddings
-from gama_utils.embeddings import EmbeddingError
+from gama_utils.bench import embeddings
+from gama_utils.bench.embeddings import EmbeddingError
 
 KEY_ENV, KEY = "GAMA_TEST_EMBED_KEY", "key-embed-test-5c1e"
 VECTORS = {"north": [1.0, 0.0], "east": [0.0, 2.0], "north-east": [3.0, 3.0]}
@@ -115,7 +115,7 @@ def test_premise_backend_matches_a_direct_tfidf_computation():
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.metrics.pairwise import cosine_similarity
 
-    from gama_utils.embeddings import similar_pairs
+    from gama_utils.bench.embeddings import similar_pairs
 
     texts = ["My [PARTNER] moved the tissues aside at the hawker centre.", "Tissues on a hawker table, noodles.",
              "A driver cut me off on the ring road."]
@@ -128,7 +128,7 @@ def test_premise_backend_matches_a_direct_tfidf_computation():
 
 
 def test_groups_join_pairs_transitively_and_list_partners():
-    from gama_utils.embeddings import near_duplicate_groups
+    from gama_utils.bench.embeddings import near_duplicate_groups
 
     texts = ["towels loungers pool resort morning", "towels loungers pool thermal baths",
              "thermal baths Budapest weekend", "library phone photo exam", "library phone photo desk",
@@ -144,8 +144,8 @@ def test_groups_join_pairs_transitively_and_list_partners():
 def test_the_issue_examples_top_the_cross_bank_ranking():
     """The issue's duplicated premises, as the v1 bank had them (tests/data/bank_v1_duplicates.jsonl), put back
     into today's bank: the premise similarity ranks them first, and the build's threshold groups them."""
-    from gama_utils.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups, similar_pairs
-    from gama_utils.templates import load_templates
+    from gama_utils.bench.embeddings import CROSS_BANK_THRESHOLD, near_duplicate_groups, similar_pairs
+    from gama_utils.bench.templates import load_templates
 
     v1 = load_templates(Path(__file__).parent / "data" / "bank_v1_duplicates.jsonl").set_index("template_id")
     bank = load_templates().set_index("template_id")

@@ -5,9 +5,10 @@ import json
 import pandas as pd
 import pytest
 
-from gama_utils import evaluate, llm
-from gama_utils.blind import gender_markers
-from gama_utils.schema import RESPONSES
+from gama_utils import llm
+from gama_utils.core.schema import RESPONSES
+from gama_utils.judge import evaluate
+from gama_utils.judge.blind import gender_markers
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

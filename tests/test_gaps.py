@@ -1,4 +1,4 @@
-"""Paired gaps from evaluations (gama_utils.gaps) on small frames whose answers are worked out by hand."""
+"""Paired gaps from evaluations (gama_utils.analysis.gaps) on small frames whose answers are worked out by hand."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gama_utils import gaps, stats
-from gama_utils.schema import GAPS, SchemaError, evaluations_columns
+from gama_utils.analysis import gaps, stats
+from gama_utils.core.schema import GAPS, SchemaError, evaluations_columns
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

@@ -7,10 +7,12 @@ import re
 
 import pytest
 
-from gama_utils import generate, grid, llm
-from gama_utils.generate import AnswerError
-from gama_utils.sim_authoring import post_from_skeleton, skeleton_from_template
-from gama_utils.templates import load_templates, save_templates
+from gama_utils import llm
+from gama_utils.bench import generate
+from gama_utils.bench.generate import AnswerError
+from gama_utils.bench.templates import load_templates, save_templates
+from gama_utils.core import grid
+from gama_utils.sim.authoring import post_from_skeleton, skeleton_from_template
 
 GENERATORS = ["sim/GPT-5.4", "sim/Gemini-3-Pro", "sim/Qwen3.5"]
 

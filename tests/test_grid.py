@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from gama_utils import grid
+from gama_utils.core import grid
 
 
 def test_condition_grid_has_90_unique_cells():
@@ -61,7 +61,7 @@ def test_the_grid_file_declares_what_the_paper_fixes():
      "dimensions.privacy_violation.severity_rubric: needs exactly L1, L2, L3"),
     (lambda s: s["dimensions"]["public_dispute"].update(paper_counts={"L1": 3}),
      "dimensions.public_dispute.paper_counts: needs exactly L1, L2, L3"),
-    (lambda s: s["tracks"].update(online="conflicts online"), "gama_utils.mirror knows how to mirror only"),
+    (lambda s: s["tracks"].update(online="conflicts online"), "gama_utils.bench.mirror knows how to mirror only"),
     (lambda s: s["dimensions"].update({"Bad-Slug": s["dimensions"]["public_dispute"]}),
      "dimensions.Bad-Slug: a slug is lower-case letters and underscores"),
     (lambda s: s["dimensions"]["public_dispute"].update(colour="red"), "colour"),

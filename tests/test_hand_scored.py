@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gama_utils.core.prompts import evaluator_schema
 from gama_utils.paths import BENCHMARK
-from gama_utils.prompts import evaluator_schema
 
 HAND_SCORED = Path(__file__).resolve().parent / "data" / "hand_scored" / "answers.jsonl"
 STYLES = {"harsh", "firm", "mixed", "gentle", "neutral", "refusal", "sides_with_actor"}
@@ -106,6 +106,6 @@ def test_loading_the_reference_set_does_not_import_the_lexicon():
             f"spec = importlib.util.spec_from_file_location('hand_scored', {str(Path(__file__))!r})\n"
             "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
             "module.load_records()\n"
-            "print('gama_utils.lexicon' in sys.modules)")
+            "print('gama_utils.judge.lexicon' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

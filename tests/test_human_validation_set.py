@@ -7,8 +7,8 @@ import pytest
 from human_data import MODELS, N_PAIRS, hostile_key, sample_key, synthetic_run
 
 from gama_utils import human
-from gama_utils.blind import mask_gender
 from gama_utils.human import validation_set
+from gama_utils.judge.blind import mask_gender
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from gama_utils import respond
+from gama_utils.collect import respond
 from tests.test_respond import _pairs
 
 

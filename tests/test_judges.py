@@ -8,10 +8,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from gama_utils import costs, evaluate, judges, lexicon, llm
-from gama_utils.judges import Judge
+from gama_utils import llm
+from gama_utils.core.schema import RESPONSES
+from gama_utils.judge import evaluate, judges, lexicon
+from gama_utils.judge.judges import Judge
 from gama_utils.paths import CONFIGS
-from gama_utils.schema import RESPONSES
+from gama_utils.runs import costs
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 
@@ -146,7 +148,7 @@ def test_a_request_without_the_evaluator_role_gets_a_target_answer_whatever_its_
 
 
 def test_simulated_judges_deviate_from_the_lexicon_at_the_configured_rates():
-    from gama_utils import sim
+    from gama_utils.sim import targets as sim
 
     settings = judges.judge_config()["simulated"]
     kept = total = flips = calls = 0

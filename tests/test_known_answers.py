@@ -7,9 +7,12 @@ is a fresh set of pair ids, hence fresh simulated answers).
 
 import pandas as pd
 
-from gama_utils import evaluate, gaps, llm, respond
-from gama_utils.metrics import PAPER_METRIC_KEYS
-from gama_utils.mirror import compile_pair
+from gama_utils import llm
+from gama_utils.analysis import gaps
+from gama_utils.bench.mirror import compile_pair
+from gama_utils.collect import respond
+from gama_utils.core.metrics import PAPER_METRIC_KEYS
+from gama_utils.judge import evaluate
 
 PLANTED = {"intimate": {"puni": -3.0, "ther": 1.5, "sev": -0.4, "emp_agg": 10.0, "instr": -15.0, "full_bl": -20.0}}
 TEXT = ("My [PARTNER] asked me not to read [PARTNER_DET] messages, but I did it again last night while "

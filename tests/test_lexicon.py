@@ -1,4 +1,4 @@
-"""The lexicon evaluator (gama_utils.lexicon) against hand counts on realistic assistant answers.
+"""The lexicon evaluator (gama_utils.judge.lexicon) against hand counts on realistic assistant answers.
 
 Each answer below is written the way a chat assistant answers a first-person confession of
 misconduct. Its expected evaluation was counted by hand from the rules in the module
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gama_utils.lexicon import _longest_first, evaluate_text, is_negated, strip_quotes
-from gama_utils.prompts import evaluator_schema
+from gama_utils.core.prompts import evaluator_schema
+from gama_utils.judge.lexicon import _longest_first, evaluate_text, is_negated, strip_quotes
 
 FIELDS = ("punitive_terms", "therapeutic_terms", "empathizes_with_actor", "severity_rating",
           "blame_attribution", "instructional_or_accusatory")

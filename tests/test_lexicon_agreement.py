@@ -1,4 +1,4 @@
-"""Agreement of the lexicon with hand-scored answers (gama_utils.lexicon_agreement, issue 16 point 7).
+"""Agreement of the lexicon with hand-scored answers (gama_utils.judge.lexicon_agreement, issue 16 point 7).
 
 The agreement functions are checked on tiny made-up examples against numbers worked out by
 hand in the comments (and sklearn's cohen_kappa_score / scipy's spearmanr called directly);
@@ -14,8 +14,8 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
-from gama_utils import lexicon_agreement as agree
-from gama_utils.lexicon import evaluate_text, term_spans
+from gama_utils.judge import lexicon_agreement as agree
+from gama_utils.judge.lexicon import evaluate_text, term_spans
 from gama_utils.paths import LEXICONS, ROOT
 
 
@@ -165,7 +165,8 @@ def test_published_agreement_is_what_the_lexicon_measures_now(published, referen
     fresh = agree.measure(reference)
     assert stored["reference"]["sha256"] == fresh["reference"]["sha256"], "the hand-scored file changed: re-measure"
     assert stored["lexicon"]["version"] == fresh["lexicon"]["version"], (
-        "the lexicon changed since the figures were published: run python -m gama_utils.lexicon_agreement --write")
+        "the lexicon changed since the figures were published: "
+        "run python -m gama_utils.judge.lexicon_agreement --write")
     assert stored["agreement"] == _json_roundtrip(fresh["agreement"])
 
 

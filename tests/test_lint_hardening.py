@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gama_utils.templates import TemplateFileError, lint_template, load_templates
+from gama_utils.bench.templates import TemplateFileError, lint_template, load_templates
 
 PUBLIC = (
     "I manage a small team at a logistics company. Last quarter a junior analyst on my team built the "
@@ -216,7 +216,7 @@ def test_every_bad_record_and_file_is_named_at_once_and_the_command_shows_no_tra
     assert "a.jsonl:1 (financial_control-L1-matter_of_fact-01): field text" in message
     assert "a.jsonl:2 (financial_control-L1-matter_of_fact-02): field severity" in message
     assert "b.jsonl: empty file" in message
-    done = subprocess.run([sys.executable, "-m", "gama_utils.templates", str(tmp_path)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "gama_utils.bench.templates", str(tmp_path)], capture_output=True,
                           text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: 3 problems in the template files:")

@@ -9,7 +9,7 @@ import pytest
 
 from gama_utils import llm
 from gama_utils.llm import client as llm_client
-from gama_utils.llm import sending
+from gama_utils.llm import registry
 
 FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
 
@@ -172,7 +172,7 @@ def test_local_backend_bypasses_network_and_cache(fake_openai, outputs, monkeypa
         calls.append(spec.paper_name)
         return f"simulated answer {request.sample}"
 
-    monkeypatch.setitem(llm_client._BACKENDS, "sim", backend)
+    monkeypatch.setitem(registry._BACKENDS, "sim", backend)
     spec = llm.resolve_model("sim/GPT-5.4")
     requests = [llm.Request(spec, [{"role": "user", "content": f"scenario {i % 50}"}], sample=i) for i in range(50_000)]
     started = time.process_time()
@@ -202,12 +202,12 @@ def test_api_key_is_written_nowhere(fake_openai, outputs, tmp_path):
 
 
 def test_backoff_grows_exponentially_with_jitter_and_retry_after_wins():
-    sender = sending.Sender(llm_client._job([], cache=False, backoff_s=1.0, max_backoff_s=6.0, progress=False))
-    plain = sending._Transient("HTTP 500")
+    sender = llm_client.Sender(llm_client._job([], dict(cache=False, backoff_s=1.0, max_backoff_s=6.0, progress=False)))
+    plain = llm_client._Transient("HTTP 500")
     for attempt, low in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 6.0), (7, 6.0)]:
         waits = [sender._wait_for(plain, attempt) for _ in range(200)]
         assert low <= min(waits) and max(waits) < low + 1.0 and len(set(waits)) > 1
-    told = sending._Transient("HTTP 503", retry_after=7.0)
+    told = llm_client._Transient("HTTP 503", retry_after=7.0)
     assert all(7.0 <= sender._wait_for(told, 1) <= 7.7 for _ in range(200))
 
 
@@ -245,8 +245,8 @@ def test_the_llm_layer_knows_local_backends_only_through_the_hook():
     from gama_utils.paths import ROOT
 
     for module in (ROOT / "gama_utils" / "llm").glob("*.py"):
-        assert "gama_utils.sim" not in module.read_text(encoding="utf-8"), module.name
+        assert "gama_utils.sim.targets" not in module.read_text(encoding="utf-8"), module.name
     from importlib.metadata import entry_points
 
     found = entry_points(group="gama_utils.llm_backends", name="sim")
-    assert [e.value for e in found] == ["gama_utils.sim:answer_request"]
+    assert [e.value for e in found] == ["gama_utils.sim.targets:answer_request"]

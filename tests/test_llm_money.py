@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from fake_openai import FakeOpenAI
 
-from gama_utils import costs, llm
+from gama_utils import llm
+from gama_utils.runs import costs
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
@@ -84,7 +85,7 @@ def _pairs(n):
 
 
 def test_estimate_counts_cached_answers_at_zero(fake_openai, outputs):
-    from gama_utils import respond
+    from gama_utils.collect import respond
 
     spec = fake_openai.spec(**PRICE)
     pairs = _pairs(6)
@@ -103,7 +104,7 @@ def test_estimate_counts_cached_answers_at_zero(fake_openai, outputs):
 
 
 def test_scoring_estimate_counts_cached_evaluations_at_zero(fake_openai, outputs):
-    from gama_utils import evaluate
+    from gama_utils.judge import evaluate
 
     judge = fake_openai.spec(alias="judge", model="judge-model", **PRICE)
     responses = pd.DataFrame({"model": "m", "pair_id": [f"p{i}" for i in range(4)], "arm": "male", "sample": 0,

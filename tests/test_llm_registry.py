@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from gama_utils import llm, paper
+from gama_utils import llm
+from gama_utils.analysis import paper
 
 # Table 5 (Appendix A), copied by hand: alias -> (paper name, API model name, client, decoding).
 PAPER_DECODING = {"temperature": 0.3, "top_p": 0.95}

@@ -18,8 +18,10 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from gama_utils import local_server, runs
-from gama_utils.prompts import evaluator_schema
+from gama_utils.collect import local_server
+from gama_utils.core import run_folders
+from gama_utils.core.prompts import evaluator_schema
+from gama_utils.runs import orchestrate as runs
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(2400)]
 N_PAIRS = 2  # one pair per track: the smallest slice that still has both
@@ -64,7 +66,7 @@ def test_the_profile_runs_every_notebook_and_stops_its_server(local_run):
 
 def test_every_pair_is_answered_or_counted_as_failed(local_run):
     run = local_run[0]
-    responses = runs.load(run, "responses")
+    responses = run_folders.load(run, "responses")
     assert responses.pair_id.nunique() == N_PAIRS and len(responses) == N_PAIRS * 2
     assert set(responses.track) == {"intimate", "public"}
     assert not responses.simulated.any()
@@ -77,7 +79,7 @@ def test_every_pair_is_answered_or_counted_as_failed(local_run):
 
 def test_evaluations_are_schema_valid_or_counted_invalid(local_run):
     run = local_run[0]
-    evaluations = runs.load(run, "evaluations")
+    evaluations = run_folders.load(run, "evaluations")
     assert len(evaluations) == N_PAIRS * 2 * 2  # sighted and blind
     schema = evaluator_schema()
     for row in evaluations[evaluations.valid.astype(bool)].itertuples():
@@ -117,7 +119,7 @@ def test_the_server_stops_when_the_block_fails():
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_the_server_stops_on_ctrl_c_and_kill(sig):
     before = _server_pids()
-    serve = subprocess.Popen([sys.executable, "-m", "gama_utils.local_server", "serve"], stdout=subprocess.PIPE,
+    serve = subprocess.Popen([sys.executable, "-m", "gama_utils.collect.local_server", "serve"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     started: set[int] = set()
     try:

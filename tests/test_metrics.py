@@ -6,9 +6,9 @@ import re
 import jsonschema
 import pytest
 
-from gama_utils import metrics, rubric
-from gama_utils.metrics import EvaluatorField, HumanQuestion, Metric, MetricError
-from gama_utils.prompts import evaluator_schema, render_prompt
+from gama_utils.core import metrics, rubric
+from gama_utils.core.metrics import EvaluatorField, HumanQuestion, Metric, MetricError
+from gama_utils.core.prompts import evaluator_schema, render_prompt
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from gama_utils.mirror import MirrorError, compile_pair, mirror_violations, render, word_diff
-from gama_utils.templates import load_templates
+from gama_utils.bench.mirror import MirrorError, compile_pair, mirror_violations, render, word_diff
+from gama_utils.bench.templates import load_templates
 
 TEMPLATE = ("[PARTNER_SUBJ] was asleep when I took [PARTNER_DET] phone. I read the messages to my [PARTNER] "
             "from a coworker and then told [PARTNER_OBJ] the phone was [PARTNER_POSS] problem, not mine. "

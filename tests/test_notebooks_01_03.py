@@ -10,10 +10,12 @@ import pandas as pd
 import papermill
 import pytest
 
-from gama_utils import publication, runs
-from gama_utils.compilation import PAIR_COLUMNS
+from gama_utils.bench import publication
+from gama_utils.bench.compilation import PAIR_COLUMNS
+from gama_utils.core import run_folders
 from gama_utils.paths import BENCHMARK, NOTEBOOKS
-from gama_utils.runs import DEFAULT_KERNEL
+from gama_utils.runs import rebuild
+from gama_utils.runs.orchestrate import DEFAULT_KERNEL
 
 STAGES = publication.STAGES
 
@@ -53,7 +55,7 @@ def test_offline_rebuild_reproduces_the_shipped_benchmark_byte_for_byte(tmp_path
     monkeypatch.setenv("GAMA_OUTPUTS", str(tmp_path / "outputs"))
     run, target = tmp_path / "run", tmp_path / "published"
     started = time.perf_counter()
-    written = publication.rebuild(run=run, target=target)
+    written = rebuild.rebuild(run=run, target=target)
     print(f"01→03 offline and publish: {time.perf_counter() - started:.1f} s")
     assert [p.name for p in written] == list(publication.BENCHMARK_FILES)
     built = run / "benchmark"
@@ -61,7 +63,7 @@ def test_offline_rebuild_reproduces_the_shipped_benchmark_byte_for_byte(tmp_path
         assert sorted(p.name for p in folder.iterdir()) == sorted(publication.BENCHMARK_FILES), folder
     for name in (*publication.DATA_FILES, publication.MANIFEST):
         assert (target / name).read_bytes() == (BENCHMARK / name).read_bytes(), (
-            f"{name} differs from data/gama_bench: rebuild it with `python -m gama_utils.publication`")
+            f"{name} differs from data/gama_bench: rebuild it with `python -m gama_utils.runs.rebuild`")
     # Figures: same images, not compared byte for byte (rasterising depends on matplotlib/FreeType versions).
     for name in ("composition.png", "wordcloud.png"):
         assert _png_size(target / name) == _png_size(BENCHMARK / name)
@@ -76,7 +78,7 @@ def test_offline_rebuild_reproduces_the_shipped_benchmark_byte_for_byte(tmp_path
     assert (reviews["generator"] != reviews["reviewer"]).all()
     pairs = pd.read_json(run / "pairs.jsonl", lines=True, dtype=False)
     assert list(pairs.columns) == [*PAIR_COLUMNS, "simulated"]
-    assert (run / "screening_sheet.csv").exists() and runs.load(run, "dropped_templates").empty
+    assert (run / "screening_sheet.csv").exists() and run_folders.load(run, "dropped_templates").empty
     manifest = json.loads((run / "manifest.json").read_text())
     assert set(STAGES) <= set(manifest["stages"]) and manifest["stages"]["03_compile"]["pairs"] == len(pairs)
     assert manifest["stages"]["publish"]["published"] == list(publication.BENCHMARK_FILES)

@@ -14,12 +14,17 @@ import statsmodels.api as sm
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from gama_utils import artifacts, paper, publication, report, runs
-from gama_utils.compilation import METADATA_COLUMNS
-from gama_utils.metrics import CORE_TEST_METRICS, metric
-from gama_utils.mirror import compile_pair
+from gama_utils.analysis import paper
+from gama_utils.bench import publication
+from gama_utils.bench.compilation import METADATA_COLUMNS
+from gama_utils.bench.mirror import compile_pair
+from gama_utils.bench.templates import load_templates
+from gama_utils.core import run_folders
+from gama_utils.core.metrics import CORE_TEST_METRICS, metric
 from gama_utils.paths import NOTEBOOKS
-from gama_utils.templates import load_templates
+from gama_utils.report import artifacts
+from gama_utils.report import run_report as report
+from gama_utils.runs import orchestrate as runs
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +36,7 @@ TOY = "Toy analysis (beyond the paper)"
 
 def analysis_notebooks(folder=NOTEBOOKS) -> list:
     """The numbered notebooks this module runs: all of them but the benchmark construction (01-03, run by
-    tests/test_notebooks_01_03.py through publication.rebuild)."""
+    tests/test_notebooks_01_03.py through rebuild.rebuild)."""
     return [nb for nb in runs.notebooks_in_order(folder) if nb.stem not in publication.STAGES]
 
 
@@ -76,7 +81,7 @@ def _output_text(run, notebook: str) -> str:
 
 def _sighted(run) -> pd.DataFrame:
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    evaluations = runs.load(run, "evaluations")
+    evaluations = run_folders.load(run, "evaluations")
     return evaluations[(evaluations.evaluator == manifest["stages"]["05_evaluate"]["evaluator"]) & ~evaluations.blind]
 
 
@@ -95,9 +100,9 @@ def test_every_notebook_opens_with_what_it_reads_writes_and_how_to_read_it(noteb
 
 
 def test_every_stage_writes_its_artifacts(offline_run):
-    responses = runs.load(offline_run, "responses")
+    responses = run_folders.load(offline_run, "responses")
     assert len(responses) == 20 * 10 * 2 and responses.simulated.all()
-    evaluations = runs.load(offline_run, "evaluations")
+    evaluations = run_folders.load(offline_run, "evaluations")
     assert set(evaluations.blind) == {False, True} and evaluations.valid.all()
     for name in ("table2_intimate", "table3_public", "table6_pvalues", "table7_qwen_intimate", "table8_qwen_public",
                  "table10_intimate_swap", "table11_public_swap", "table4_human", "evaluator_agreement",
@@ -117,7 +122,7 @@ def test_manifest_records_the_stages_the_benchmark_and_no_secret(offline_run):
     assert manifest["stages"]["04_respond"]["backend"] == "sim"
     pairs = offline_run.parent / "pairs.jsonl"
     assert manifest["stages"]["04_respond"]["benchmark"] == pairs.as_posix()
-    assert manifest["stages"]["04_respond"]["benchmark_sha256"] == runs.file_sha256(pairs)
+    assert manifest["stages"]["04_respond"]["benchmark_sha256"] == run_folders.file_sha256(pairs)
     assert "api_key" not in json.dumps(manifest).lower().replace("api_key_env", "")
 
 
@@ -130,7 +135,7 @@ def test_the_paper_agreement_figures_appear_in_the_run(offline_run):
 # ---------------------------------------------------------------- 06: the tables beyond the paper (issue 16)
 
 def test_table6_tests_hold_the_gaps_tests_and_the_zsplit_decisions(offline_run):
-    gaps = runs.load(offline_run, "gaps").query("comparison == 'female-male'")
+    gaps = run_folders.load(offline_run, "gaps").query("comparison == 'female-male'")
     tests = _csv(offline_run, "table6_tests")
     assert len(tests) == 10 * 2 * 4, "ten models × two tracks × the four core metrics"
     labels = {metric(k).label: k for k in CORE_TEST_METRICS}  # Table 6's four: Puni., Ther., Emp.-Agg., Instr.
@@ -145,7 +150,7 @@ def test_table6_tests_hold_the_gaps_tests_and_the_zsplit_decisions(offline_run):
 
 
 def test_power_is_statsmodels_ttest_power_at_the_runs_median_n_and_spread(offline_run):
-    gaps = runs.load(offline_run, "gaps").query("comparison == 'female-male'")
+    gaps = run_folders.load(offline_run, "gaps").query("comparison == 'female-male'")
     power = _csv(offline_run, "power")
     assert len(power) == 2 * 6
     for row in power.itertuples():
@@ -217,7 +222,7 @@ def test_gaps_by_the_partner_occupations_stereotype_match_a_hand_computation(off
 
 
 def test_gaps_by_setting_language_match_a_hand_computation(offline_run):
-    from gama_utils.bank_metadata import english_speaking
+    from gama_utils.bench.bank_metadata import english_speaking
 
     pairs = fixture_pairs()
     setting = pairs.assign(language=pairs.setting_region.map(
@@ -234,7 +239,7 @@ def test_gaps_by_setting_language_match_a_hand_computation(offline_run):
 
 def test_ablation_differences_are_paired_changes_with_holm_across_rows(offline_run):
     differences = _csv(offline_run, "ablation_differences")
-    gaps = runs.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
+    gaps = run_folders.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
         ["model", "track", "metric"])
     assert set(differences.axis) == {"Scale", "Post-training", "Reasoning mode"}
     np.testing.assert_allclose(differences.difference, differences.delta_to - differences.delta_from, atol=1e-12)
@@ -252,7 +257,7 @@ def test_ablation_trend_is_the_wls_slope_over_log2_size(offline_run):
     stage = json.loads((offline_run / "manifest.json").read_text(encoding="utf-8"))["stages"]["07_ablation"]
     models = next(c["models"] for c in stage["comparisons"] if c["axis"] == "Scale")
     size = {t["alias"]: t["size_b"] for t in stage["targets"]}
-    evaluations = runs.load(offline_run, "evaluations_qwen").query("track == 'intimate'")
+    evaluations = run_folders.load(offline_run, "evaluations_qwen").query("track == 'intimate'")
     wide = evaluations.pivot_table(index=["model", "pair_id"], columns="arm", values="punitive_count")
     d = (wide["female"] - wide["male"]).unstack("model")[models]
     assert (d.var(ddof=1) > 0).all(), "every variant's d has spread: the weights are n / var(d)"
@@ -296,10 +301,12 @@ TOY_NOTEBOOK = {
          "source": ['run_dir = "outputs/runs/offline"  # the run folder whose gaps.jsonl is read']},
         {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": [
             "import matplotlib.pyplot as plt\n",
-            "from gama_utils import emit, runs, selections\n\n",
-            "run = runs.run_dir(run_dir)\n",
-            'out = emit.Outputs(run, "09_toy")\n',
-            'gaps = selections.paper_comparison(runs.load(run, "gaps"))\n',
+            "from gama_utils.analysis import selections\n",
+            "from gama_utils.core import run_folders\n",
+            "from gama_utils.report import artifacts\n\n",
+            "run = run_folders.run_dir(run_dir)\n",
+            'out = artifacts.Outputs(run, "09_toy")\n',
+            'gaps = selections.paper_comparison(run_folders.load(run, "gaps"))\n',
             'means = gaps.groupby("metric", as_index=False)["delta"].mean()\n',
             f'out.table(means, "toy_mean_delta", caption="Mean Δ per metric", section="{TOY}",\n',
             '          explanation="The mean Δ over models and tracks per metric.")\n',
@@ -320,7 +327,7 @@ def test_a_new_notebook_is_run_and_reported_without_editing_a_list(offline_run, 
     run = tmp_path / "run"
     shutil.copytree(offline_run, run)
     runs.execute_notebooks([folder / "09_toy.ipynb"], run, lambda nb: {"run_dir": str(run)}, label="toy")
-    expected = runs.load(run, "gaps").query("comparison == 'female-male'").groupby("metric")["delta"].mean()
+    expected = run_folders.load(run, "gaps").query("comparison == 'female-male'").groupby("metric")["delta"].mean()
     table = _csv(run, "toy_mean_delta").set_index("metric")["delta"]
     pd.testing.assert_series_equal(table.sort_index(), expected.sort_index(), check_names=False)
     md = report.build_report(run)["md"].read_text(encoding="utf-8")
@@ -334,7 +341,7 @@ def test_a_new_notebook_is_run_and_reported_without_editing_a_list(offline_run, 
 def test_the_variants_are_put_beside_the_papers_tables_7_and_8(offline_run):
     side = _csv(offline_run, "paper_side_by_side_qwen")
     printed = paper.qwen_results().set_index(["model", "track", "metric"])["delta"]
-    gaps = runs.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
+    gaps = run_folders.load(offline_run, "gaps_qwen").query("comparison == 'female-male'").set_index(
         ["model", "track", "metric"])["delta"]
     row = side[(side.Track == "Intimate Track") & (side.Model == "sim/Qwen3-0.6B")].iloc[0]
     assert row["Puni. Paper Δ"] == pytest.approx(printed[("Qwen3-0.6B", "intimate", "puni")])  # −0.01, Table 7

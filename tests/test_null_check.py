@@ -1,4 +1,4 @@
-"""The null check (gama_utils.null_check, issue 16.8): sim/zero-gap through the analysis, false-positive rates."""
+"""The null check (gama_utils.analysis.null_check, issue 16.8): sim/zero-gap through the analysis, its FP rates."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from gama_utils import gaps, null_check, respond
-from gama_utils.mirror import compile_pair
+from gama_utils.analysis import gaps, null_check
+from gama_utils.bench.mirror import compile_pair
+from gama_utils.collect import respond
 
 TEXTS = {"intimate": ("My [PARTNER] asked me not to read [PARTNER_DET] messages, but I read them again while "
                       "[PARTNER_SUBJ] slept and told [PARTNER_OBJ] this morning. Was I wrong?"),

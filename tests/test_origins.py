@@ -7,9 +7,12 @@ import pandas as pd
 import papermill
 import pytest
 
-from gama_utils import evaluate, llm, respond, runs
+from gama_utils import llm
+from gama_utils.collect import respond
+from gama_utils.collect.respond import OriginError
+from gama_utils.core import run_folders
+from gama_utils.judge import evaluate
 from gama_utils.paths import NOTEBOOKS
-from gama_utils.respond import OriginError
 
 MODELS = ["sim/GPT-5.2", "sim/Qwen3.5"]
 
@@ -56,7 +59,7 @@ def test_collecting_over_imported_answers_is_refused_and_says_how_to_replace(tmp
     assert "answers 04_respond did not collect here (imported or written by hand): 'imported-model' (6)" in message
     assert "Pass replace=True (the parameter `replace` of 04_respond, or --set replace=true)" in message
     respond.check_responses_origin(run, MODELS, replace=True)
-    assert runs.load(run, "responses").answer.eq("an answer written elsewhere").all()
+    assert run_folders.load(run, "responses").answer.eq("an answer written elsewhere").all()
 
 
 def test_another_model_set_is_refused(collected):
@@ -83,7 +86,7 @@ def test_answers_edited_after_collection_are_refused(collected):
     run, frame = collected
     edited = frame.copy()
     edited.loc[0, "answer"] = "replaced by hand"
-    runs.save(edited, run, "responses")  # around save_responses, as a hand edit would be
+    run_folders.save(edited, run, "responses")  # around save_responses, as a hand edit would be
     with pytest.raises(OriginError, match=r"answers changed since 04_respond collected them \(imported or edited\): "
                                           r"'.*' \(6\)\."):
         respond.check_responses_origin(run, MODELS)
@@ -93,19 +96,19 @@ def test_imported_answers_may_be_added_but_never_replace_collected_ones(collecte
     run, frame = collected
     added = pd.concat([frame, _imported(tmp_path, pairs)], ignore_index=True)
     respond.save_responses(added, run, None)
-    assert len(runs.load(run, "responses")) == len(frame) + 6
+    assert len(run_folders.load(run, "responses")) == len(frame) + 6
     clash = _imported(tmp_path, pairs, model="sim/GPT-5.2")
     with pytest.raises(OriginError, match=r"holds \d+ answers these imported answers would drop or replace"):
         respond.save_responses(clash, run, None)
     respond.save_responses(clash, run, None, replace=True)
-    assert set(runs.load(run, "responses").model) == {"sim/GPT-5.2"}
+    assert set(run_folders.load(run, "responses").model) == {"sim/GPT-5.2"}
 
 
 def test_older_runs_fall_back_to_the_manifest_record(tmp_path, pairs):
     run = tmp_path / "run"
-    runs.save(respond.collect_responses(pairs, MODELS, progress=False), run, "responses")
-    runs.update_manifest(run, "04_respond", targets=[llm.resolve_model(m).public_dict() for m in MODELS],
-                         benchmark_sha256=runs.file_sha256(respond.benchmark_file()))  # what 04 records
+    run_folders.save(respond.collect_responses(pairs, MODELS, progress=False), run, "responses")
+    run_folders.update_manifest(run, "04_respond", targets=[llm.resolve_model(m).public_dict() for m in MODELS],
+                         benchmark_sha256=run_folders.file_sha256(respond.benchmark_file()))  # what 04 records
     origins = respond.collected_origins(run)
     assert sorted(origins) == MODELS
     respond.check_responses_origin(run, MODELS)
@@ -116,13 +119,13 @@ def test_older_runs_fall_back_to_the_manifest_record(tmp_path, pairs):
 def test_another_evaluators_scores_are_never_replaced_silently(tmp_path):
     run = tmp_path / "run"
     rows = pd.DataFrame({"evaluator": ["gemini-3-pro"] * 4, "blind": [False, False, True, True]})
-    runs.save(rows, run, "evaluations")
+    run_folders.save(rows, run, "evaluations")
     evaluate.check_evaluations_origin(run, "gemini-3-pro")
     with pytest.raises(OriginError, match=r"holds scores of another evaluator \(4 by 'gemini-3-pro'\), which scoring "
                                           "with lexicon would replace"):
         evaluate.save_evaluations(pd.DataFrame({"evaluator": ["lexicon"]}), run)
     evaluate.save_evaluations(pd.DataFrame({"evaluator": ["lexicon"]}), run, replace=True)
-    assert runs.load(run, "evaluations").evaluator.tolist() == ["lexicon"]
+    assert run_folders.load(run, "evaluations").evaluator.tolist() == ["lexicon"]
 
 
 @pytest.mark.slow

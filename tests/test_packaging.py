@@ -6,7 +6,7 @@ import tomllib
 import yaml
 
 from gama_utils.paths import ROOT
-from gama_utils.runs import notebook_hygiene, notebooks_in_order, strip_notebook
+from gama_utils.runs.orchestrate import notebook_hygiene, notebooks_in_order, strip_notebook
 
 
 def _name(requirement: str) -> str:

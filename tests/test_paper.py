@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gama_utils import grid, paper
-from gama_utils.metrics import PAPER_METRIC_KEYS
+from gama_utils.analysis import paper
+from gama_utils.core import grid
+from gama_utils.core.metrics import PAPER_METRIC_KEYS
 from gama_utils.paths import PAPER
 
 GAP_COLUMNS = ["table", "evaluator", "model", "group", "track", "metric", "male", "female", "delta", "delta_printed"]

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from gama_utils import parameter_cells, parameters
-from gama_utils.parameters import ParameterError
 from gama_utils.paths import NOTEBOOKS
+from gama_utils.runs import parameter_cells, parameters
+from gama_utils.runs.parameters import ParameterError
 
 
 def _parameters_cell(notebook: str) -> str:
@@ -40,7 +40,8 @@ def test_each_notebook_checks_its_parameters_on_its_first_line(notebook):
     index = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
     first = next(c for c in cells[index + 1:] if c["cell_type"] == "code")
     source = first["source"] if isinstance(first["source"], str) else "".join(first["source"])
-    assert source.splitlines()[0] == f'from gama_utils import parameters; parameters.check("{notebook}", globals())'
+    first = f'from gama_utils.runs import parameters; parameters.check("{notebook}", globals())'
+    assert source.splitlines()[0] == first
 
 
 @pytest.mark.parametrize(("values", "expected"), [

@@ -1,4 +1,4 @@
-"""Figures of 06_analyze (gama_utils.plots): what they draw, checked on small hand-made gaps frames."""
+"""Figures of 06_analyze (gama_utils.report.plots): what they draw, checked on small hand-made gaps frames."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from gama_utils import paper, plots, tables  # noqa: E402
-from gama_utils.metrics import PAPER_METRIC_KEYS  # noqa: E402
+from gama_utils.analysis import paper
+from gama_utils.core.metrics import PAPER_METRIC_KEYS  # noqa: E402
+from gama_utils.report import plots, tables  # noqa: E402
 
 BLAME_VALUES = {"A": (1.0, 3.0), "B": (1.0, 3.0)}          # (female, male) for Puni., Sev., Instr., Full-Bl.
 THERAPEUTIC_VALUES = {"A": (4.0, 2.0), "B": (2.0, 0.0)}    # (female, male) for Ther., Emp.-Agg.

@@ -1,4 +1,4 @@
-"""Power and planning (gama_utils.power, issue 16.4) against scipy's noncentral t, a hand formula and simulation."""
+"""Power and planning (gama_utils.analysis.power, issue 16.4) against scipy's noncentral t, by hand and simulated."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from gama_utils import power
+from gama_utils.analysis import power
 
 
 def t_test_power(delta: float, sd: float, n: int, alpha: float) -> float:

@@ -3,9 +3,10 @@ profile file and the key, all at once."""
 
 import pytest
 
-from gama_utils import profiles, runs
-from gama_utils.parameters import ParameterError
 from gama_utils.paths import CONFIGS
+from gama_utils.runs import orchestrate as runs
+from gama_utils.runs import profiles
+from gama_utils.runs.parameters import ParameterError
 
 
 @pytest.fixture

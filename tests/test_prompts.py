@@ -1,6 +1,6 @@
 import pytest
 
-from gama_utils.prompts import PROMPT_NAMES, PromptError, evaluator_schema, placeholders, render_prompt
+from gama_utils.core.prompts import PROMPT_NAMES, PromptError, evaluator_schema, placeholders, render_prompt
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

@@ -14,8 +14,10 @@ import pytest
 from offline_build import build_offline
 from test_generate import write_small_bank
 
-from gama_utils import grid, publication, runs
-from gama_utils.templates import TemplateFileError, load_templates, save_templates
+from gama_utils.bench import publication
+from gama_utils.bench.templates import TemplateFileError, load_templates, save_templates
+from gama_utils.core import grid, run_folders
+from gama_utils.runs import rebuild
 
 GENDERED_ID = "public_dispute-L1-matter_of_fact-99"
 
@@ -134,15 +136,15 @@ def test_the_command_line_builds_from_the_file_given_and_exits_non_zero_listing_
     _with_gender_cue(tmp_path / "bank")
     run, target = tmp_path / "run", tmp_path / "target"
     arguments = [str(tmp_path / "bank"), "--run", str(run), "--target", str(target)]
-    with caplog.at_level(logging.INFO, logger="gama_utils.publication"):
-        assert publication.main(arguments) == 1
+    with caplog.at_level(logging.INFO, logger="gama_utils.runs.rebuild"):
+        assert rebuild.main(arguments) == 1
     assert "rebuilding from 91 templates" in caplog.text  # the bank given, not data/templates (1,298)
     assert f"{GENDERED_ID} [gender cue]" in caplog.text and "refusing to publish" in caplog.text
     assert not target.exists()
-    assert len(runs.load(run, "candidates")) == 91
-    assert runs.load(run, "dropped_templates")["template_id"].tolist() == [GENDERED_ID]
+    assert len(run_folders.load(run, "candidates")) == 91
+    assert run_folders.load(run, "dropped_templates")["template_id"].tolist() == [GENDERED_ID]
 
-    written = publication.publish(run / "benchmark", target, drops=runs.load(run, "dropped_templates"),
+    written = publication.publish(run / "benchmark", target, drops=run_folders.load(run, "dropped_templates"),
                                   allow_drops=True)
     assert sorted(p.name for p in written) == sorted(publication.BENCHMARK_FILES)
     assert len(pd.read_json(target / "pairs.jsonl", lines=True)) == 90
@@ -150,18 +152,18 @@ def test_the_command_line_builds_from_the_file_given_and_exits_non_zero_listing_
 
 def test_allow_drops_and_the_other_flags_reach_the_rebuild(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(publication, "rebuild", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
-    assert publication.main([str(tmp_path / "bank"), "--allow-drops", "--run", "r", "--target", "t"]) == 0
-    assert calls == [((str(tmp_path / "bank"), "r", publication.DEFAULT_KERNEL), {"allow_drops": True, "target": "t"})]
-    assert publication.main([]) == 0
-    assert calls[1] == ((None, "benchmark", publication.DEFAULT_KERNEL),
-                        {"allow_drops": False, "target": str(publication.BENCHMARK)})
+    monkeypatch.setattr(rebuild, "rebuild", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    assert rebuild.main([str(tmp_path / "bank"), "--allow-drops", "--run", "r", "--target", "t"]) == 0
+    assert calls == [((str(tmp_path / "bank"), "r", rebuild.DEFAULT_KERNEL), {"allow_drops": True, "target": "t"})]
+    assert rebuild.main([]) == 0
+    assert calls[1] == ((None, "benchmark", rebuild.DEFAULT_KERNEL),
+                        {"allow_drops": False, "target": str(rebuild.BENCHMARK)})
 
 
 def test_the_command_line_refuses_a_bank_that_does_not_load_before_running_any_notebook(tmp_path, caplog):
     (tmp_path / "bank.jsonl").write_text('{"template_id": "x"}\n')
-    assert publication.main([str(tmp_path / "bank.jsonl"), "--run", str(tmp_path / "run")]) == 1
+    assert rebuild.main([str(tmp_path / "bank.jsonl"), "--run", str(tmp_path / "run")]) == 1
     assert "bank.jsonl:1" in caplog.text and not (tmp_path / "run" / "notebooks").exists()
     with pytest.raises(SystemExit) as usage:
-        publication.main(["--alow-drops"])
+        rebuild.main(["--alow-drops"])
     assert usage.value.code == 2

@@ -17,7 +17,8 @@ import textwrap
 import pandas as pd
 import pytest
 
-from gama_utils import respond, runs
+from gama_utils.collect import respond
+from gama_utils.core import run_folders
 from gama_utils.paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ NOT_RUN = {
     ".venv/bin/pip install -e \".[local]\"": "make test-local installs the extra and serves the model",
     "make venv && .venv/bin/jupyter lab": "an interactive session",
     "vllm = {": "inline specs only (resolving them is covered by the from-code block and test_llm_registry)",
-    ".venv/bin/python -m gama_utils.templates": "covered by tests/test_templates.py",
+    ".venv/bin/python -m gama_utils.bench.templates": "covered by tests/test_templates.py",
 }
 
 
@@ -101,7 +102,7 @@ def sandbox(tmp_path, _fake_openai_server):
 def test_the_tour_runs_as_written(sandbox):
     sandbox("tour")
     run = sandbox.outputs / "runs" / "tour"
-    responses = runs.load(run, "responses")
+    responses = run_folders.load(run, "responses")
     assert responses.pair_id.nunique() == 5 and responses.error.isna().all()
     assert set(responses.model) == {"openai-compatible:Qwen/Qwen3-8B"}
     assert (run / "tables" / "table2_intimate.csv").exists() and (run / "tables" / "table3_public.csv").exists()
@@ -116,7 +117,7 @@ def test_talking_to_models_from_code_runs_as_written(sandbox):
 def test_adding_a_model_runs_as_written(sandbox):
     sandbox("add-model")
     sandbox("add-model-run")
-    responses = runs.load(sandbox.outputs / "runs" / "my-model", "responses")
+    responses = run_folders.load(sandbox.outputs / "runs" / "my-model", "responses")
     assert set(responses.model) == {"my-model"} and set(responses.group) == {"My lab"}
     assert responses.pair_id.nunique() == 4 and responses.error.isna().all()
 
@@ -131,29 +132,35 @@ def test_bringing_your_own_responses_runs_as_written(sandbox):
     sandbox("own-answers")
     sandbox("own-answers-run")
     run = sandbox.outputs / "runs" / "mine"
-    assert len(runs.load(run, "evaluations")) == 6 * 2 * 2
+    assert len(run_folders.load(run, "evaluations")) == 6 * 2 * 2
     table = pd.read_csv(run / "tables" / "table2_intimate.csv")
     assert table["Model"].tolist() == ["my-model"] and table["Group"].tolist() == ["Other models"]
     assert (run / "tables" / "evaluator_agreement.csv").exists()
 
 
-def test_the_module_table_names_every_module_and_only_modules():
-    """Every module and subpackage of gama_utils is in the README's module table, and every name there is one."""
+def test_the_package_table_names_every_package_and_module_and_only_those():
+    """Every package of gama_utils has a row of the README's package table naming each of its modules (llm's and
+    human's helpers aside), and every name there exists."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = text[text.index("| module | concern |"):].split("\n\n", 1)[0]
-    named = {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    table = text[text.index("| package | stage | modules and what they do |"):].split("\n\n", 1)[0]
+    rows = {re.findall(r"`(\w+)`", row.split(" | ")[0])[0]: set(re.findall(r"`(\w+)`", row.split(" | ")[2]))
+            for row in table.splitlines()[2:]}
     package = ROOT / "gama_utils"
-    modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
-    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
-    assert sorted(modules - named) == [], "modules missing from the README's module table"
-    assert sorted(named - modules) == [], "names in the README's module table that are not modules"
+    packages = {p.name for p in package.iterdir() if (p / "__init__.py").exists()} | {"paths"}
+    assert sorted(rows) == sorted(packages), "packages missing from (or not in) the README's package table"
+    for name, named in rows.items():
+        folder = package / name
+        modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"} if folder.is_dir() else set()
+        assert sorted(named - modules) == [], f"{name}: names in the table that are not its modules"
+        if name not in ("llm", "human"):
+            assert sorted(modules - named) == [], f"{name}: modules missing from the README's package table"
 
 
 def test_the_lexicon_agreement_table_is_the_measured_one():
     """The README's per-metric agreement rows, rebuilt from data/lexicons/agreement.json."""
     import json
 
-    from gama_utils.metrics import metric
+    from gama_utils.core.metrics import metric
 
     agreement = json.loads((ROOT / "data" / "lexicons" / "agreement.json").read_text(encoding="utf-8"))["agreement"]
     text = (ROOT / "README.md").read_text(encoding="utf-8")

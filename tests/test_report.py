@@ -18,7 +18,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from browser import console_messages, find_chromium, load_page  # noqa: E402
 
-from gama_utils import artifacts, emit, report  # noqa: E402
+from gama_utils.report import artifacts  # noqa: E402
+from gama_utils.report import run_report as report
 
 BANNER = "SIMULATED: produced by the offline simulated backend; not findings about real models."
 FIGURES = {"figures": ["fig7_transitions_intimate", "fig11_dimension_intimate", "mystery_plot"],
@@ -80,7 +81,7 @@ def make_run(root: Path, simulated: bool = True) -> Path:
                 "python": "3.11.2", "packages": {"pandas": "2.2.3"}, "stages": {"04_respond": stage}}
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     for name, notebook, section, explanation in REGISTERED:
-        emit.Outputs(run, notebook, show=False).register(name, explanation, section)
+        artifacts.Outputs(run, notebook, show=False).register(name, explanation, section)
     return run
 
 
@@ -144,10 +145,10 @@ def test_paper_order_then_unknown_artifacts_last(sim_run):
 
 def test_a_new_notebooks_section_follows_the_papers_and_a_rerun_keeps_places(sim_run):
     run, _ = sim_run
-    toy = emit.Outputs(run, "09_toy", show=False)
+    toy = artifacts.Outputs(run, "09_toy", show=False)
     (run / "tables" / "toy_table.csv").write_text("a\n1\n", encoding="utf-8")
     toy.register("toy_table", "How to read the toy table.", "Toy analysis (beyond the paper)")
-    emit.Outputs(run, "06_analyze", show=False).register("table2_intimate", "Table 2, explained again.",
+    artifacts.Outputs(run, "06_analyze", show=False).register("table2_intimate", "Table 2, explained again.",
                                                            artifacts.MAIN)
     entries = artifacts.read_index(run)
     assert [e.name for e in entries][:3] == ["table4_human", "fig11_dimension_intimate", "table2_intimate"]
@@ -164,7 +165,7 @@ def test_a_bad_index_entry_is_named(tmp_path):
     with pytest.raises(artifacts.ArtifactIndexError, match=r"artifacts.json entry 0 \(t\): explanation"):
         report.read_run(tmp_path)
     with pytest.raises(artifacts.ArtifactIndexError, match="name '../x' must be a file stem"):
-        emit.Outputs(tmp_path, "06_analyze", show=False).register("../x", "How to read it.", artifacts.MAIN)
+        artifacts.Outputs(tmp_path, "06_analyze", show=False).register("../x", "How to read it.", artifacts.MAIN)
 
 
 def test_markdown_links_resolve_and_tables_are_included(sim_run):
@@ -233,7 +234,7 @@ def test_table_from_the_tables_module_and_csv_only_fallback(tmp_path):
     rows = pd.MultiIndex.from_tuples([("Proprietary models", "GPT-5.4")], names=["Group", "Model"])
     table = pd.DataFrame([[5.1, 1.8, -3.3]], index=rows, columns=columns)
     table.attrs["kind"] = "paper_layout"  # as tables.paper_layout marks its output
-    emit.Outputs(tmp_path, "06_analyze", show=False).table(table, "table3_public", "Table 3. Public track.",
+    artifacts.Outputs(tmp_path, "06_analyze", show=False).table(table, "table3_public", "Table 3. Public track.",
                                                           "Table 3 (paper Table 3).", artifacts.MAIN, simulated=True)
     pd.DataFrame({"Metric": ["direction agreement"], "value": [97.5]}).to_csv(
         tmp_path / "tables" / "evaluator_agreement.csv", index=False)
@@ -249,14 +250,14 @@ def test_a_simulated_control_does_not_mark_a_real_run(tmp_path):
     run = make_run(tmp_path, simulated=False)
     null = pd.DataFrame({"scope": ["all cells"], "false_positive_rate": [0.05]})
     null.attrs["simulated"] = True
-    emit.Outputs(run, "06_analyze", show=False).table(null, "null_check", "Null check.", "A planted null.",
+    artifacts.Outputs(run, "06_analyze", show=False).table(null, "null_check", "Null check.", "A planted null.",
                                                       artifacts.CHECKS, control=True)
     assert (run / "tables" / "null_check.md").read_text(encoding="utf-8").startswith("SIMULATED")
     page = report.build_report(run)["html"].read_text(encoding="utf-8")
     assert 'id="simulated-banner"' not in page and "SIMULATED data" in page
     uncontrolled = make_run(tmp_path / "again", simulated=False)
-    emit.Outputs(uncontrolled, "06_analyze", show=False).table(null, "null_check", "Null check.", "A planted null.",
-                                                               artifacts.CHECKS)
+    artifacts.Outputs(uncontrolled, "06_analyze", show=False).table(null, "null_check", "Null check.",
+                                                                    "A planted null.", artifacts.CHECKS)
     assert report.read_run(uncontrolled).simulated_because == ["table caption: null_check.md"]
 
 
@@ -267,7 +268,7 @@ def test_a_run_that_used_the_lexicon_states_its_measured_limits(tmp_path):
     manifest["stages"]["08_robustness"] = {"evaluator_a": "gpt-5.4", "evaluators_b": ["gemini-3-pro", "lexicon"]}
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     paths = report.build_report(run)
-    stored = json.loads((Path(report.__file__).parent.parent / "data/lexicons/agreement.json").read_text())
+    stored = json.loads((Path(report.__file__).parents[2] / "data/lexicons/agreement.json").read_text())
     found, hand = stored["agreement"]["puni"]["terms"]["found"], stored["agreement"]["puni"]["terms"]["hand_terms"]
     for text in (paths["md"].read_text(encoding="utf-8"), html.unescape(paths["html"].read_text(encoding="utf-8"))):
         assert "Measured limits of the judges" in text and "not for absolute levels of the six metrics" in text
@@ -339,7 +340,7 @@ HOSTILE = ['=HYPERLINK("http://x","y")', "<script>alert(1)</script>", "a|b", "fi
 def test_hostile_model_names_and_answers_reach_no_format_raw(tmp_path):
     run = tmp_path / "hostile<i>run"
     frame = pd.DataFrame({"Model": HOSTILE, "Answer": list(reversed(HOSTILE)), "Δ": [-3.2] * len(HOSTILE)})
-    out = emit.Outputs(run, "06_analyze", show=False)
+    out = artifacts.Outputs(run, "06_analyze", show=False)
     out.table(frame, "hostile", caption="Evaluator <script>alert(2)</script> | =cmd", section=artifacts.MAIN,
               explanation="Explained with <b>markup</b> and a | pipe.")
     (run / "tables" / "<svg onload=alert(3)>.csv").write_text("Model\n<script>alert(4)</script>\n", encoding="utf-8")

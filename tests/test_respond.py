@@ -3,9 +3,10 @@
 import pandas as pd
 import pytest
 
-from gama_utils import llm, respond
-from gama_utils.mirror import compile_pair
-from gama_utils.schema import RESPONSES
+from gama_utils import llm
+from gama_utils.bench.mirror import compile_pair
+from gama_utils.collect import respond
+from gama_utils.core.schema import RESPONSES
 
 
 def _pairs(n=6):

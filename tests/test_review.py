@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 from test_generate import GENERATORS, write_small_bank
 
-from gama_utils import generate, grid, review
-from gama_utils.generate import AnswerError
-from gama_utils.review import ReviewerAssignmentError
+from gama_utils.bench import generate, review
+from gama_utils.bench.generate import AnswerError
+from gama_utils.bench.review import ReviewerAssignmentError
+from gama_utils.core import grid
 
 GOOD = ('{"gender_neutral": {"pass": true, "reason": "none"}, "realistic": {"pass": true, "reason": "ok"}, '
         '"severity_match": {"pass": false, "reason": "too mild"}, "clear_violation": {"pass": true, "reason": "yes"}, '

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gama_utils import paper
-from gama_utils.robustness import evaluator_agreement
+from gama_utils.analysis import paper
+from gama_utils.analysis.robustness import evaluator_agreement
 
 KEYS = [("m1", "intimate", "puni"), ("m1", "intimate", "ther"), ("m1", "public", "puni"),
         ("m2", "intimate", "puni"), ("m2", "public", "ther")]

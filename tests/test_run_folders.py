@@ -4,9 +4,11 @@ import os
 
 import pytest
 
-from gama_utils import paths, run_folders, runs
-from gama_utils.parameters import ParameterError
-from gama_utils.run_folders import RunFolderError, run_dir
+from gama_utils import paths
+from gama_utils.core import run_folders
+from gama_utils.core.run_folders import RunFolderError, run_dir
+from gama_utils.runs import orchestrate as runs
+from gama_utils.runs.parameters import ParameterError
 
 
 @pytest.fixture
@@ -72,10 +74,10 @@ def test_a_folder_outside_outputs_needs_the_explicit_flag(strict, tmp_path, monk
 def test_save_and_the_notebooks_go_through_the_same_rules(strict, tmp_path):
     import pandas as pd
 
-    from gama_utils import parameters
+    from gama_utils.runs import parameters
 
     with pytest.raises(RunFolderError):
-        runs.save(pd.DataFrame({"a": [1]}), "data/gama_bench", "responses")
+        run_folders.save(pd.DataFrame({"a": [1]}), "data/gama_bench", "responses")
     assert not (paths.ROOT / "data" / "gama_bench" / "responses.jsonl").exists()
     with pytest.raises(ParameterError, match="04_respond: .*inside the repository's own notebooks/ folder"):
         parameters.check("04_respond", {"run_dir": "notebooks/x"})

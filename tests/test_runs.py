@@ -7,26 +7,28 @@ import nbformat
 import pandas as pd
 import pytest
 
-from gama_utils import profiles, runs
+from gama_utils.core import run_folders
+from gama_utils.runs import orchestrate as runs
+from gama_utils.runs import profiles
 
 
 def test_save_and_load_round_trip_lists_and_missing_values(tmp_path):
     frame = pd.DataFrame({"model": ["a", "b"], "terms": [["x", "y"], []], "error": [None, "HTTP 500"],
                           "valid": [True, False]})
-    path = runs.save(frame, tmp_path, "evaluations")
+    path = run_folders.save(frame, tmp_path, "evaluations")
     assert stat.S_IMODE(path.stat().st_mode) == 0o644 and not list(tmp_path.glob(".*.tmp"))
-    back = runs.load(tmp_path, "evaluations")
+    back = run_folders.load(tmp_path, "evaluations")
     assert back.terms.tolist() == [["x", "y"], []] and back.error.tolist() == [None, "HTTP 500"]
-    assert runs.load(tmp_path, "evaluations", model="b").valid.tolist() == [False]
+    assert run_folders.load(tmp_path, "evaluations", model="b").valid.tolist() == [False]
     with pytest.raises(ValueError, match="no rows with model == 'c'"):
-        runs.load(tmp_path, "evaluations", model="c")
+        run_folders.load(tmp_path, "evaluations", model="c")
     with pytest.raises(FileNotFoundError, match="run the notebook that writes 'gaps'"):
-        runs.load(tmp_path, "gaps")
+        run_folders.load(tmp_path, "gaps")
 
 
 def test_manifest_keeps_every_stage(tmp_path):
-    runs.update_manifest(tmp_path, "04_respond", backend="sim", n_pairs=3)
-    runs.update_manifest(tmp_path, "05_evaluate", evaluator="lexicon")
+    run_folders.update_manifest(tmp_path, "04_respond", backend="sim", n_pairs=3)
+    run_folders.update_manifest(tmp_path, "05_evaluate", evaluator="lexicon")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["stages"]["04_respond"]["n_pairs"] == 3
     assert manifest["stages"]["05_evaluate"]["evaluator"] == "lexicon"
@@ -74,7 +76,8 @@ def test_report_and_runs_import_without_a_cycle():
     import subprocess
     import sys
 
-    code = ("import sys, gama_utils.report; assert 'gama_utils.runs' not in sys.modules, 'report imports runs'; "
-            "import gama_utils.runs")
+    code = ("import sys, gama_utils.report.run_report; "
+            "assert 'gama_utils.runs.orchestrate' not in sys.modules, 'report imports runs'; "
+            "import gama_utils.runs.orchestrate")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

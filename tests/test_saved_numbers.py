@@ -8,7 +8,8 @@ import struct
 import numpy as np
 import pandas as pd
 
-from gama_utils import gaps, runs
+from gama_utils.analysis import gaps
+from gama_utils.core import run_folders
 from tests.test_gaps import evaluation_rows
 
 
@@ -20,8 +21,8 @@ def test_small_and_inexact_floats_round_trip_bit_for_bit(tmp_path):
     # 0.1 + 0.2 = 0.30000000000000004 needs 17 significant digits; 5e-324 is the smallest subnormal double.
     values = [1e-14, 0.1 + 0.2, 1.6e-14, 2.2250738585072014e-308, 5e-324, 1 / 3, -7.123456789012345e-120, 1e300]
     frame = pd.DataFrame({"p_value": values, "model": [f"m{i}" for i in range(len(values))]})
-    runs.save(frame, tmp_path, "gaps")
-    back = runs.load(tmp_path, "gaps")
+    run_folders.save(frame, tmp_path, "gaps")
+    back = run_folders.load(tmp_path, "gaps")
     assert [bits(v) for v in back["p_value"]] == [bits(v) for v in values]
     assert back["p_value"].dtype == np.float64
     # pandas' own writer (the one replaced) keeps 15 significant digits: 0.1 + 0.2 comes back as 0.3.
@@ -32,10 +33,10 @@ def test_missing_values_numpy_scalars_and_lists_survive(tmp_path):
     frame = pd.DataFrame({"x": [np.float64(2.5), np.nan], "n": np.array([3, 4], dtype=np.int64),
                           "flag": [np.bool_(True), np.bool_(False)], "terms": [["a", "b"], []],
                           "note": [None, "warning"], "nested": [[1.0, np.nan], [np.float32(0.5)]]})
-    path = runs.save(frame, tmp_path, "frame")
+    path = run_folders.save(frame, tmp_path, "frame")
     first = json.loads(path.read_text(encoding="utf-8").splitlines()[1])
     assert first["x"] is None and first["note"] == "warning"
-    back = runs.load(tmp_path, "frame")
+    back = run_folders.load(tmp_path, "frame")
     assert back["x"].iloc[0] == 2.5 and np.isnan(back["x"].iloc[1])
     assert back["n"].tolist() == [3, 4] and back["flag"].tolist() == [True, False]
     assert back["terms"].tolist() == [["a", "b"], []] and back["note"].tolist() == [None, "warning"]
@@ -51,8 +52,8 @@ def test_gaps_frame_round_trips_exactly(tmp_path):
                             ignore_index=True)
     result = gaps.paired_gaps(evaluations, n_boot=200)
     assert result.loc[result.metric == "puni", "p_value"].iloc[0] < 1e-14
-    runs.save(result, tmp_path, "gaps")
-    back = runs.load(tmp_path, "gaps")
+    run_folders.save(result, tmp_path, "gaps")
+    back = run_folders.load(tmp_path, "gaps")
     for column in ("p_value", "p_holm", "p_zsplit", "p_holm_zsplit", "ci_low", "ci_high", "delta", "effect_size_ties"):
         assert [bits(v) for v in back[column]] == [bits(v) for v in result[column]], column
     assert back["method"].tolist() == result["method"].tolist()

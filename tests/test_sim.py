@@ -13,8 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from gama_utils import lexicon, sim
-from gama_utils.metrics import PAPER_METRIC_KEYS, scale
+from gama_utils.core.metrics import PAPER_METRIC_KEYS, scale
+from gama_utils.judge import lexicon
+from gama_utils.sim import targets as sim
 
 N_PAIRS = 300
 FROM_EVAL = {"puni": lambda e: len(e["punitive_terms"]), "ther": lambda e: len(e["therapeutic_terms"]),

@@ -1,4 +1,4 @@
-"""Known answers for the paired statistics (gama_utils.stats), worked out by hand in the comments."""
+"""Known answers for the paired statistics (gama_utils.analysis.stats), worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from gama_utils import stats
+from gama_utils.analysis import stats
 
 # Seven pairs, no ties, no zeros.
 #   d         : 1.5  -0.5  2.0  3.5  2.5  4.0  -1.0

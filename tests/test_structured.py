@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from gama_utils import llm
-from gama_utils.structured import InvalidAnswer, ask_structured, json_object, validate
+from gama_utils.llm.structured import InvalidAnswer, ask_structured, json_object, validate
 
 
 class Verdict(BaseModel):

@@ -1,4 +1,4 @@
-"""Tables in the paper's layout (gama_utils.tables), checked against the paper's printed tables."""
+"""Tables in the paper's layout (gama_utils.report.tables), checked against the paper's printed tables."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gama_utils import gaps, paper, tables
-from gama_utils.paper import MAIN_MODELS
+from gama_utils.analysis import gaps, paper
+from gama_utils.analysis.paper import MAIN_MODELS
+from gama_utils.core import run_folders
+from gama_utils.report import tables
 
 
 def gaps_frame(rows: list[tuple], simulated: bool = False, **columns) -> pd.DataFrame:
@@ -180,10 +182,9 @@ def test_rows_are_grouped_by_the_registry_group_with_other_models_last():
 
 
 def test_tables_in_a_plumbing_check_run_say_so(tmp_path):
-    from gama_utils import runs
 
     run = tmp_path / "run"
-    runs.update_manifest(run, "04_respond", models=["smollm2"])
+    run_folders.update_manifest(run, "04_respond", models=["smollm2"])
     frame = pd.DataFrame({"model": ["smollm2"], "n": [2]})
     caption = tables.write_table(frame, run / "tables", "x", "Responses")["md"].read_text().splitlines()[0]
     assert caption.startswith("PLUMBING CHECK") and caption.endswith("Responses")
@@ -329,7 +330,7 @@ def test_stratified_table_by_occupation_stereotype_names_levels_and_counts_pairs
 
 
 def test_an_undeclared_stratum_is_refused_with_the_declared_ones():
-    from gama_utils import gaps as gap_stats
+    from gama_utils.analysis import gaps as gap_stats
 
     evaluations = pd.DataFrame({"pair_id": ["p"], "occupation": ["cook"]})
     with pytest.raises(ValueError,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from gama_utils import grid
-from gama_utils.templates import TemplateFileError, lint_template, load_templates, save_templates
+from gama_utils.bench.templates import TemplateFileError, lint_template, load_templates, save_templates
+from gama_utils.core import grid
 
 CLEAN_INTIMATE = (
     "My [PARTNER] and I have shared a flat for three years and split the bills through one account. "

@@ -12,17 +12,13 @@ import yaml
 from offline_build import build_offline
 from test_generate import write_small_bank
 
-from gama_utils import (
-    composition,
-    evaluate,
-    gaps,
-    grid,
-    plots,
-    publication,
-    respond,
-    tables,
-)
-from gama_utils.templates import load_templates, save_templates
+from gama_utils.analysis import gaps
+from gama_utils.bench import composition, publication
+from gama_utils.bench.templates import load_templates, save_templates
+from gama_utils.collect import respond
+from gama_utils.core import grid
+from gama_utils.judge import evaluate
+from gama_utils.report import plots, tables
 
 matplotlib.use("Agg")
 

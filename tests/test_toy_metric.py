@@ -15,10 +15,15 @@ import math
 import pandas as pd
 import pytest
 
-from gama_utils import evaluate, gaps, human, llm, metrics, sim, tables
-from gama_utils.metrics import EvaluatorField, HumanQuestion, Metric
-from gama_utils.prompts import evaluator_schema, render_prompt
-from gama_utils.schema import RESPONSES
+from gama_utils import human, llm
+from gama_utils.analysis import gaps
+from gama_utils.core import metrics
+from gama_utils.core.metrics import EvaluatorField, HumanQuestion, Metric
+from gama_utils.core.prompts import evaluator_schema, render_prompt
+from gama_utils.core.schema import RESPONSES
+from gama_utils.judge import evaluate
+from gama_utils.report import tables
+from gama_utils.sim import targets as sim
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 

@@ -1,4 +1,4 @@
-"""Within-prompt sampling variance vs between-scenario variance (gama_utils.variance, issue 16.5)."""
+"""Within-prompt sampling variance vs between-scenario variance (gama_utils.analysis.power, issue 16.5)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from gama_utils import variance
+from gama_utils.analysis import power
 from tests.test_gaps import evaluation_rows
 
 
@@ -16,9 +16,9 @@ def test_one_way_by_hand():
     # SSW = 2 + 8 + 0 = 10 over N − G = 3 → MSW = 10/3.
     # SSB = 2(2 − 16/3)² + 3(6 − 16/3)² + 1(10 − 16/3)² = 200/9 + 4/3 + 196/9 = 136/3 over G − 1 = 2 → 68/3.
     # n0 = (6 − (4 + 9 + 1)/6)/2 = 11/6; σ²_between = (68/3 − 10/3)/(11/6) = 116/11.
-    within, between, n0 = variance.one_way(np.array([1, 3, 4, 6, 8, 10.0]), np.array([0, 0, 1, 1, 1, 2]))
+    within, between, n0 = power.one_way(np.array([1, 3, 4, 6, 8, 10.0]), np.array([0, 0, 1, 1, 1, 2]))
     assert (within, between, n0) == (pytest.approx(10 / 3), pytest.approx(116 / 11), pytest.approx(11 / 6))
-    assert np.isnan(variance.one_way(np.array([1.0, 2.0]), np.array([0, 1]))[0])  # no prompt answered twice
+    assert np.isnan(power.one_way(np.array([1.0, 2.0]), np.array([0, 1]))[0])  # no prompt answered twice
 
 
 def test_one_way_recovers_known_components_and_equals_reml_when_balanced():
@@ -28,7 +28,7 @@ def test_one_way_recovers_known_components_and_equals_reml_when_balanced():
     arm = np.repeat(np.arange(prompts) % 2, samples)
     y = np.repeat(rng.normal(0, 2, prompts), samples) + rng.normal(0, 1, prompts * samples) + 5 * arm
     groups = np.repeat(np.arange(prompts), samples)
-    within, between, n0 = variance.one_way(y, groups, arm)
+    within, between, n0 = power.one_way(y, groups, arm)
     assert n0 == pytest.approx(3.0)
     assert within == pytest.approx(1.0, abs=0.1) and between == pytest.approx(4.0, abs=0.8)
     reml = sm.MixedLM(y, np.column_stack([np.ones_like(y), arm]), groups=groups).fit(reml=True)
@@ -49,7 +49,7 @@ def test_sampling_variance_per_model_track_metric():
             for sample in range(samples):
                 values = 10 + scenario + rng.normal(0, noise_sd, pairs)
                 frames.append(evaluation_rows(model, arm, {"punitive_count": values}, sample=sample, pair_ids=ids))
-    result = variance.sampling_variance(pd.concat(frames, ignore_index=True), metrics=("puni",)).set_index("model")
+    result = power.sampling_variance(pd.concat(frames, ignore_index=True), metrics=("puni",)).set_index("model")
     noisy, stable = result.loc["noisy"], result.loc["stable"]
     assert (noisy["n_prompts"], noisy["n_samples"], noisy["mean_samples"]) == (600, 2400, 4.0)
     assert noisy["var_within"] == pytest.approx(4.0, rel=0.1) and noisy["share_within"] > 0.95

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gama_utils.lint import lint_template
-from gama_utils.wording import (
+from gama_utils.bench.lint import lint_template
+from gama_utils.bench.wording import (
     advice_question_problem,
     agreement_errors,
     closing_questions,

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats import inter_rater
 
-from gama_utils import paper
+from gama_utils.analysis import paper
+from gama_utils.core.metrics import metric
+from gama_utils.core.schema import require
 from gama_utils.human.scale import framing_keys, framings
-from gama_utils.metrics import metric
-from gama_utils.schema import require
 
 NO_MAJORITY = "none"
 KAPPA_ROW = "Human Fleiss' κ"

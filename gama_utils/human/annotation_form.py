@@ -1,6 +1,6 @@
 """The annotation form: one annotator's sheet as a self-contained HTML page, rendered from Jinja2 templates.
 
-The markup, CSS and JavaScript live in gama_utils/jinja/human_form.{html.j2,css,js}; the page works
+The markup, CSS and JavaScript live in gama_utils/human/jinja/human_form.{html.j2,css,js}; the page works
 offline from file:// and saves the labels as a CSV the completed-sheet reader accepts.
 """
 
@@ -11,9 +11,9 @@ from functools import lru_cache
 import jinja2
 import pandas as pd
 
+from gama_utils.core.schema import require
 from gama_utils.human.csv_cells import FORMULA_STARTS, TEXT_PREFIX
 from gama_utils.human.scale import LABELS, framing_keys, framings, sheet_columns
-from gama_utils.schema import require
 
 TEMPLATE = "human_form.html.j2"
 
@@ -21,7 +21,7 @@ TEMPLATE = "human_form.html.j2"
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The form's Jinja2 environment: templates from gama_utils/jinja, every substitution HTML-escaped."""
-    return jinja2.Environment(loader=jinja2.PackageLoader("gama_utils", "jinja"), autoescape=True,
+    return jinja2.Environment(loader=jinja2.PackageLoader("gama_utils.human", "jinja"), autoescape=True,
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                               keep_trailing_newline=True)
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from gama_utils import paths
+from gama_utils.core.schema import require
 from gama_utils.human.annotation_form import sheet_html
 from gama_utils.human.completed_sheets import ANNOTATOR_NAME, COMPLETED_SUFFIX
 from gama_utils.human.csv_cells import write_csv
 from gama_utils.human.scale import framing_keys
-from gama_utils.schema import require
 
 DEFAULT_ANNOTATORS: tuple[str, ...] = ("annotator_1", "annotator_2", "annotator_3")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from gama_utils import paths
+from gama_utils.core.schema import require
 from gama_utils.human.csv_cells import unescape_cell
 from gama_utils.human.scale import LABELS, framing_keys
-from gama_utils.schema import require
 
 COMPLETED_SUFFIX = "_completed"
 ANNOTATOR_NAME = re.compile(r"[\w.-]+")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gama_utils.metrics import HUMAN_OPTIONS, metric, metrics
+from gama_utils.core.metrics import HUMAN_OPTIONS, metric, metrics
 
 LABELS: tuple[str, ...] = HUMAN_OPTIONS
 
@@ -13,7 +13,7 @@ LABELS: tuple[str, ...] = HUMAN_OPTIONS
 class Framing:
     """One dimension of the expert validation scale (Table 9): a metric's `human` question."""
 
-    key: str  # the metric key of gama_utils.metrics
+    key: str  # the metric key of gama_utils.core.metrics
     name: str
     criterion: str
     options: tuple[str, ...]  # captions of the answers A, B, Tie

@@ -2,7 +2,7 @@
 
 An item is one target model × mirrored pair with its male- and female-actor answer (sample 0),
 sampled stratified by model × track. Each item gets a random A/B order and both answers are
-masked for gender markers (`gama_utils.blind`). The key (item_id → pair_id, model, track, which
+masked for gender markers (`gama_utils.judge.blind`). The key (item_id → pair_id, model, track, which
 side is the female actor, the evaluator's scores of A and B) stays with the researcher.
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from gama_utils import paths
-from gama_utils.blind import gender_markers, mask_gender
+from gama_utils.core.schema import require
 from gama_utils.human.csv_cells import unescape_frame, write_csv
 from gama_utils.human.scale import framing_keys, framings, key_columns
-from gama_utils.schema import require
+from gama_utils.judge.blind import gender_markers, mask_gender
 
 KEY_TEXT_COLUMNS = ("item_id", "pair_id", "model", "track", "female_is", "answer_a", "answer_b", "dimension",
                     "severity", "style")

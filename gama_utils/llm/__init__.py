@@ -11,30 +11,36 @@
 Modules: registry (ModelSpec, configs/models.yaml), request (Request, Result, cache key, thinking split),
 cache (SQLite), writer (cache writer thread), leases (no request paid twice across processes), limits
 (Budget, rate limiter, resizable concurrency), pacing (per-model limits learned from the server),
-classify (Retry-After, rate-limit headers, error bodies), transport (aiohttp / openai SDK), sending
-(the async half of a run), client (run, arun, register_backend), batch.
+classify (Retry-After, rate-limit headers, error bodies), transport (aiohttp / openai SDK), client
+(run, arun, register_backend, and the Sender that sends what is not cached), structured (JSON answers
+validated and re-asked), batch.
 """
 
 from gama_utils.llm import batch
 from gama_utils.llm.cache import Cache, CacheError
 from gama_utils.llm.classify import retry_after_seconds
-from gama_utils.llm.client import RunResults, arun, register_backend, run
+from gama_utils.llm.client import RunResults, arun, run
 from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, RateLimited, RunStopped
 from gama_utils.llm.limits import Budget, ConcurrencyLimit, RateLimiter
 from gama_utils.llm.registry import (
-                                     REGISTRY_PATH,
-                                     ModelSpec,
-                                     check_ready,
-                                     estimate_cost,
-                                     load_registry,
-                                     redact_url,
-                                     resolve_model,
+    REGISTRY_PATH,
+    ModelSpec,
+    Provider,
+    check_ready,
+    client_kinds,
+    estimate_cost,
+    load_registry,
+    redact_url,
+    register_backend,
+    register_provider,
+    resolve_model,
 )
 from gama_utils.llm.request import Request, Result, build_body, cache_key, prepare, render_prompt, split_thinking
 
 __all__ = [
     "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "CacheError", "ConcurrencyLimit", "ConfigError", "ModelSpec",
-    "QuotaExhausted", "RateLimited", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun", "batch",
-    "build_body", "cache_key", "check_ready", "estimate_cost", "load_registry", "prepare", "redact_url",
-    "register_backend", "render_prompt", "resolve_model", "retry_after_seconds", "run", "split_thinking",
+    "Provider", "QuotaExhausted", "RateLimited", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun",
+    "batch", "build_body", "cache_key", "check_ready", "client_kinds", "estimate_cost", "load_registry", "prepare",
+    "redact_url", "register_backend", "register_provider", "render_prompt", "resolve_model", "retry_after_seconds",
+    "run", "split_thinking",
 ]

@@ -14,6 +14,13 @@ A model is named in one of four ways (all usable as a papermill parameter):
 ``base_url`` may hold ``${VAR}`` or ``${VAR:-default}``; it is expanded only when a client is
 made, so the spec (and any manifest written from it) keeps the template. The API key is never
 part of a spec: only the name of the environment variable that holds it.
+
+A spec's ``client`` is a registered client kind, declared here and nowhere else: 'openai' (any
+OpenAI-compatible server) and 'azure' are built in; a `Provider` registered for a kind
+(`register_provider`, or the entry point group ``gama_utils.llm_providers``) reaches an API with another
+request and response shape and gets the layer's retries, pacing, cache, leases and dollar cap; a local
+backend (`register_backend`, or the group ``gama_utils.llm_backends``: 'sim' is the offline simulator)
+answers in-process, and everything it answers is labelled simulated.
 """
 
 from __future__ import annotations
@@ -23,15 +30,17 @@ import json
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gama_utils import paths
 from gama_utils.llm.errors import ConfigError
@@ -48,7 +57,7 @@ class ModelSpec(BaseModel):
 
     alias: str
     provider: str = "openai-compatible"
-    client: Literal["openai", "azure", "sim"] = "openai"
+    client: str = "openai"
     model: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
@@ -77,13 +86,23 @@ class ModelSpec(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     notes: str | None = None
 
+    @field_validator("client")
+    @classmethod
+    def _registered_kind(cls, kind: str) -> str:
+        if kind not in client_kinds():
+            raise ValueError(f"client {kind!r} is not a registered client kind ({', '.join(client_kinds())}); "
+                             "register one with llm.register_provider (an API) or llm.register_backend (local), "
+                             f"or an entry point in {PROVIDER_ENTRY_POINTS!r} / {BACKEND_ENTRY_POINTS!r}")
+        return kind
+
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
-        if self.client == "sim":
+        if is_local_kind(self.client):
             object.__setattr__(self, "simulated", True)
         elif self.simulated:
-            raise ValueError(f"{self.alias}: simulated=true needs client 'sim', not {self.client!r}")
-        if self.client != "sim" and not self.model:
+            raise ValueError(f"{self.alias}: simulated=true needs a local backend such as client 'sim', "
+                             f"not {self.client!r}")
+        if not is_local_kind(self.client) and not self.model:
             raise ValueError(f"{self.alias}: field 'model' (the API model name) is empty")
         if self.client == "azure" and not self.api_version:
             raise ValueError(f"{self.alias}: client 'azure' needs 'api_version'")
@@ -140,6 +159,97 @@ class ModelSpec(BaseModel):
         data = self.model_dump(mode="json")
         data["base_url"] = redact_url(self.base_url) if self.base_url else None
         return data
+
+
+# --- client kinds: how a model is reached ---------------------------------------------------------------
+
+NETWORK_KINDS = ("openai", "azure")                # built in: the OpenAI wire protocol, and Azure's deployments
+PROVIDER_ENTRY_POINTS = "gama_utils.llm_providers"  # installed packages name their API providers here
+BACKEND_ENTRY_POINTS = "gama_utils.llm_backends"    # ... and their local backends here (the simulator is 'sim')
+Backend = Callable[..., Any]                        # fn(spec, request) -> Result | str (request.py's types)
+
+
+def bearer_headers(spec: ModelSpec, key: str | None) -> dict[str, str]:
+    """JSON headers with `Authorization: Bearer <key>` when the spec has a key."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    return {**headers, "Authorization": f"Bearer {key}"} if key else headers
+
+
+@dataclass(frozen=True)
+class Provider:
+    """An API that is not OpenAI-compatible: where to POST, and how its request and reply map to the project's.
+
+    `request(spec, body)` turns the project's OpenAI chat body (model, messages, max_tokens, decoding)
+    into the API's JSON; `response(spec, data)` turns a successful reply into an OpenAI chat completion
+    (`choices[0].message.content`, `choices[0].finish_reason`, `usage.prompt_tokens` and
+    `usage.completion_tokens`, which the dollar cap charges). Error replies are read by their HTTP status
+    and Retry-After as for any server. The cache keys the project's body, so changing `request` re-asks
+    nothing that is cached.
+    """
+
+    url: Callable[[ModelSpec], str]
+    request: Callable[[ModelSpec, dict[str, Any]], dict[str, Any]]
+    response: Callable[[ModelSpec, dict[str, Any]], dict[str, Any]]
+    headers: Callable[[ModelSpec, str | None], dict[str, str]] = bearer_headers
+
+
+_PROVIDERS: dict[str, Provider] = {}
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_provider(kind: str, provider: Provider) -> None:
+    """Make `client: <kind>` in a spec reach its API through `provider` (retries, pacing, cache, cap included)."""
+    _PROVIDERS[kind] = provider
+    client_kinds.cache_clear()
+
+
+def register_backend(kind: str, fn: Backend) -> None:
+    """Make `fn(spec, request) -> Result | str` answer every request whose spec has client `kind`.
+
+    The backend must be synchronous and deterministic; its results are marked simulated and not cached.
+    """
+    _BACKENDS[kind] = fn
+    client_kinds.cache_clear()
+
+
+@cache
+def _entry_names(group: str) -> tuple[str, ...]:
+    return tuple(entry.name for entry in metadata.entry_points(group=group))
+
+
+@lru_cache(maxsize=1)
+def client_kinds() -> tuple[str, ...]:
+    """Every client kind a spec may name: built in, registered in this process, or declared by a package."""
+    kinds = [*NETWORK_KINDS, *_PROVIDERS, *_entry_names(PROVIDER_ENTRY_POINTS), *_BACKENDS,
+             *_entry_names(BACKEND_ENTRY_POINTS)]
+    return tuple(dict.fromkeys(kinds))
+
+
+def is_local_kind(kind: str) -> bool:
+    """Whether the kind is answered in-process by a backend (its answers are simulated), not over the network."""
+    return kind in _BACKENDS or (kind not in NETWORK_KINDS and kind not in _PROVIDERS
+                                 and kind in _entry_names(BACKEND_ENTRY_POINTS))
+
+
+def provider(kind: str) -> Provider | None:
+    """The registered Provider of a kind (loaded from its entry point on first use); None for the built-in kinds."""
+    if kind in NETWORK_KINDS or is_local_kind(kind):
+        return None
+    if kind not in _PROVIDERS:
+        for entry in metadata.entry_points(group=PROVIDER_ENTRY_POINTS, name=kind):
+            register_provider(kind, entry.load())
+    return _PROVIDERS.get(kind)
+
+
+def backend(kind: str) -> Backend:
+    """The local backend of a client kind: registered in this process, or declared by an installed package."""
+    if kind not in _BACKENDS:
+        for entry in metadata.entry_points(group=BACKEND_ENTRY_POINTS, name=kind):
+            register_backend(kind, entry.load())
+    if kind not in _BACKENDS:
+        raise ConfigError(f"no backend registered for client {kind!r} (llm.register_backend, or an entry point "
+                          f"in the group {BACKEND_ENTRY_POINTS!r})")
+    return _BACKENDS[kind]
 
 
 def _expand(text: str, alias: str, field: str) -> str:
@@ -324,7 +434,7 @@ def check_ready(specs: Sequence[str | dict | ModelSpec] | str | dict | ModelSpec
             problems += exc.problems
             continue
         resolved.append(spec)
-        if spec.client == "sim":
+        if is_local_kind(spec.client):
             continue
         if spec.api_key_env and spec.key_required and not os.environ.get(spec.api_key_env):
             problems.append(f"{spec.alias}: environment variable {spec.api_key_env} (its API key) is not set")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from gama_utils.llm.registry import ModelSpec, resolve_model
+from gama_utils.llm.registry import ModelSpec, is_local_kind, resolve_model
 
 KEY_VERSION = "gama-llm-v2"           # v2: the server (host and path of the base URL) is part of the key
 UNLIMITED_OUTPUT_TOKENS = 4096        # output tokens assumed for a request without max_tokens
@@ -111,8 +111,8 @@ def build_body(spec: ModelSpec, request: Request) -> dict[str, Any]:
 
 def server_id(spec: ModelSpec) -> str:
     """The server a spec talks to: host[:port] and path of its base URL (no scheme, credentials or query)."""
-    if spec.client == "sim":
-        return "sim"
+    if is_local_kind(spec.client):
+        return spec.client
     parts = urlsplit(spec.resolved_base_url())
     host = (parts.hostname or "").lower()
     if parts.port:

@@ -1,6 +1,9 @@
 """HTTP transports: send one API body, return (status, headers, raw body); no retries here.
 
-Two transports speak the same OpenAI wire protocol:
+A registered Provider's kind (registry.Provider) goes through `ProviderTransport`: aiohttp with the
+provider's URL and headers, the body translated on the way out and a successful reply translated into an
+OpenAI chat completion on the way back, so everything after the transport reads one shape.
+Two transports speak the OpenAI wire protocol itself:
 - 'aiohttp' (default for OpenAI-compatible servers): one pooled aiohttp session per model; about
   0.4 ms of CPU per request, which keeps 64 concurrent requests at >95% of ideal throughput.
 - 'sdk' (default for Azure): the openai package's AsyncOpenAI / AsyncAzureOpenAI with its own
@@ -11,6 +14,7 @@ The API key is read from the environment when a transport is made and lives only
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +22,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from gama_utils.llm.registry import ModelSpec
+from gama_utils.llm.registry import ModelSpec, Provider, provider
 
 _PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 
@@ -39,7 +43,10 @@ class TransportFailure(Exception):
 class AiohttpTransport:
     """OpenAI-compatible (and Azure deployment) endpoints over a pooled aiohttp session."""
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, url: str | None = None, headers: dict[str, str] | None = None):
+        if url is not None and headers is not None:
+            self._setup(spec, url, headers)
+            return
         base = spec.resolved_base_url()
         key = spec.api_key()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -52,6 +59,9 @@ class AiohttpTransport:
             url = base + _PATHS[spec.endpoint]
             if key:
                 headers["Authorization"] = f"Bearer {key}"
+        self._setup(spec, url, headers)
+
+    def _setup(self, spec: ModelSpec, url: str, headers: dict[str, str]) -> None:
         self._url = URL(url)                     # parsed once, not per request
         self._headers = headers
         self._timeout = aiohttp.ClientTimeout(total=spec.timeout_s, sock_connect=min(30.0, spec.timeout_s))
@@ -114,6 +124,32 @@ class SdkTransport:
         await self._client.close()
 
 
+class ProviderTransport:
+    """A registered Provider's API over aiohttp: its request shape out, an OpenAI chat completion back."""
+
+    def __init__(self, spec: ModelSpec, found: Provider):
+        self._spec = spec
+        self._provider = found
+        self._http = AiohttpTransport(spec, found.url(spec), found.headers(spec, spec.api_key()))
+
+    async def post(self, body: dict[str, Any], body_json: str) -> Reply:
+        """POST the provider's form of the body; a 2xx reply comes back as an OpenAI chat completion."""
+        outgoing = self._provider.request(self._spec, body)
+        reply = await self._http.post(outgoing, json.dumps(outgoing))
+        if not 200 <= reply.status < 300:
+            return reply
+        try:
+            data = json.loads(reply.body)
+        except ValueError:
+            return reply                         # read as malformed JSON downstream, and retried
+        completion = self._provider.response(self._spec, data)
+        return Reply(reply.status, reply.headers, json.dumps(completion).encode("utf-8"))
+
+    async def close(self) -> None:
+        """Close the session."""
+        await self._http.close()
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, asyncio.TimeoutError) or "Timeout" in type(exc).__name__:
         return "timeout"
@@ -121,6 +157,9 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def make_transport(spec: ModelSpec) -> AiohttpTransport | SdkTransport:
-    """The transport the spec asks for."""
+def make_transport(spec: ModelSpec) -> AiohttpTransport | SdkTransport | ProviderTransport:
+    """The transport the spec asks for: its kind's Provider, or the OpenAI protocol over the SDK or aiohttp."""
+    found = provider(spec.client)
+    if found is not None:
+        return ProviderTransport(spec, found)
     return SdkTransport(spec) if spec.transport_kind == "sdk" else AiohttpTransport(spec)

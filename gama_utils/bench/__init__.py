@@ -1,0 +1,26 @@
+"""Notebooks 01-03 (paper §3.2): the benchmark, from the condition grid to the published mirrored pairs.
+
+templates (the authored bank) → lint, wording, gender_cues (checks) → generate → review → compilation
+(mirror) → deduplication (embeddings) → screening → composition, bank_metadata, bank_audit, datasheet,
+benchmark_figures → publication.
+"""
+
+__all__ = [
+    "templates",
+    "lint",
+    "wording",
+    "gender_cues",
+    "mirror",
+    "bank_metadata",
+    "bank_audit",
+    "generate",
+    "review",
+    "compilation",
+    "deduplication",
+    "embeddings",
+    "screening",
+    "composition",
+    "datasheet",
+    "benchmark_figures",
+    "publication",
+]

@@ -1,0 +1,229 @@
+"""Runs: a run's manifest, headless execution of the notebooks with papermill, notebook hygiene.
+
+A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest.json, ...); where a run may
+live, and its stage frames (`save`, `load`, re-exported here), are gama_utils.core.run_folders.
+`python -m gama_utils.runs reproduce --profile offline` checks the profile's and `--set` values against every
+notebook's parameter schema (gama_utils.runs.profiles), refuses a run folder of the repository and answers of
+another origin, then executes the notebooks in order; after each notebook, and in every stage's manifest
+update, the run's files are checked for the values of the API keys its models use (gama_utils.core.credentials).
+`strip` removes outputs and run metadata from notebooks before they are committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import yaml
+
+from gama_utils.core import credentials
+from gama_utils.core.run_folders import (
+    ANYWHERE_ENV,
+    RunFolderError,
+    atomic_write,
+    run_dir,
+)
+from gama_utils.paths import NOTEBOOKS
+from gama_utils.runs import parameters, profiles
+from gama_utils.runs.parameters import ParameterError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_KERNEL", "execute_notebooks", "main", "notebook_hygiene", "notebooks_in_order", "reproduce",
+           "strip_notebook"]
+DEFAULT_KERNEL = "gama-bench"
+
+
+def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:
+    """The numbered notebooks (01_generate.ipynb, ...) in execution order."""
+    return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Callable[[Path], dict],
+                      kernel: str = DEFAULT_KERNEL, label: str = "run") -> list[dict]:
+    """Execute notebooks in order with papermill into run_path/notebooks; one record (name, seconds) per notebook.
+
+    timings.json keeps the latest time of every notebook run under this run, so a partial re-run updates
+    only its rows. A failing notebook raises papermill's error (its executed copy shows the failing cell). After
+    each notebook the run's files (its executed copy included) are checked for the values of the run's keys.
+    """
+    import papermill
+
+    out_dir = run_path / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    timings_path = run_path / "timings.json"
+    timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
+    done = []
+    for nb in notebooks:
+        start = time.perf_counter()
+        log.info("[%s] %s → %s", label, nb.name, out_dir / nb.name)
+        papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel, parameters=parameters(nb),
+                                   cwd=str(NOTEBOOKS), progress_bar=False)
+        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
+        timings[nb.stem] = row
+        done.append(row)
+        atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+        credentials.check_run_files(run_path)
+    return done
+
+
+def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
+              only: list[str] | None = None, overrides: dict | None = None, report: bool = True,
+              anywhere: bool = False) -> list[dict]:
+    """Check everything, then execute the profile's notebooks headless with papermill and write the run report.
+
+    Before any notebook runs: the profile, `--only` and `--set` values against the notebooks' schemas, the run
+    folder (under outputs/ unless `anywhere`; never a repository folder), and each notebook's preflight (answers
+    of another origin); ParameterError lists every problem. Returns one record per notebook (name, seconds);
+    timings.json keeps the latest time of every notebook run under this run name.
+    """
+    settings, notebooks, problems = profiles.plan(profile, notebooks_in_order(), only, overrides)
+    with contextlib.ExitStack() as stack:
+        if anywhere:
+            stack.enter_context(_environment(ANYWHERE_ENV, "1"))
+        try:
+            run_path = run_dir(run or settings.default_run or profile)
+        except RunFolderError as err:
+            raise ParameterError([*problems, f"--run: {err}"]) from None
+        if not problems:
+            problems = _preflight(notebooks, lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides))
+        if problems:
+            raise ParameterError(problems)
+        if not notebooks:
+            log.info("no notebooks in %s match; nothing to run", NOTEBOOKS)
+            return []
+        if settings.server:
+            from gama_utils.collect import local_server
+
+            stack.enter_context(local_server.stop_on_sigterm())
+            base_url = stack.enter_context(local_server.serve(settings.server))
+            log.info("[%s] local server at %s (stopped when the run ends)", profile, base_url)
+        done = execute_notebooks(notebooks, run_path,
+                                 lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
+                                 label=profile)
+    if report:
+        from gama_utils.report.run_report import build_report
+
+        written = build_report(run_path)
+        credentials.check_run_files(run_path)
+        log.info("report: %s", written["html"])
+    return done
+
+
+def _preflight(notebooks: list[Path], values: Callable[[Path], dict]) -> list[str]:
+    """Each notebook's checks on the files it will touch (run folder, answers of another origin), all at once."""
+    problems = []
+    for nb in notebooks:
+        if nb.stem not in parameters.SCHEMAS:
+            continue
+        try:
+            parameters.validate(nb.stem, values(nb)).preflight()
+        except ParameterError as err:
+            problems += err.problems
+        except ValueError as err:
+            problems.append(f"{nb.stem}: {err}")
+    return problems
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str):
+    """Set an environment variable (inherited by the notebooks' kernels) for the duration of the block."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--set takes key=value (a YAML value); {key} has no '=value'")
+    if not key:
+        raise argparse.ArgumentTypeError("--set takes key=value; the key is empty")
+    try:
+        return key, yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"--set {key}: the value is not valid YAML") from None
+
+
+def notebook_hygiene(path: Path) -> list[str]:
+    """Problems that keep a notebook from being committed: outputs, execution counts, papermill metadata."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    problems = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") == "code" and (cell.get("outputs") or cell.get("execution_count")):
+            problems.append(f"{path.name}: cell {i} has outputs or an execution count")
+    if "papermill" in nb.get("metadata", {}):
+        problems.append(f"{path.name}: papermill metadata")
+    return problems
+
+
+def strip_notebook(path: Path) -> None:
+    """Remove outputs, execution counts and run metadata from a notebook, in place."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        cell.get("metadata", {}).pop("papermill", None)
+        cell.get("metadata", {}).pop("execution", None)
+    nb.get("metadata", {}).pop("papermill", None)
+    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gama_utils.runs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("reproduce", help="execute every notebook headless with papermill")
+    rep.add_argument("--profile", default="offline")
+    rep.add_argument("--run", default=None, help="run name or folder under outputs/ (default: the profile's name)")
+    rep.add_argument("--run-dir-anywhere", dest="anywhere", action="store_true",
+                     help="allow a run folder outside outputs/ (never a folder of the repository)")
+    rep.add_argument("--kernel", default=DEFAULT_KERNEL)
+    rep.add_argument("--only", nargs="*", help="notebook stems or numbers to run")
+    rep.add_argument("--set", dest="overrides", action="append", type=_parse_override, default=[],
+                     metavar="KEY=VALUE", help="override a notebook parameter (YAML value), e.g. --set max_usd=500")
+    rep.add_argument("--no-report", dest="report", action="store_false")
+    strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
+    strip.add_argument("paths", nargs="+")
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="%(message)s", stream=sys.stdout)
+    log.setLevel(logging.INFO)
+    from papermill.exceptions import PapermillExecutionError
+
+    if args.command == "reproduce":
+        try:
+            done = reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report,
+                             args.anywhere)
+        except (ParameterError, FileNotFoundError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        except credentials.SecretInFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        except PapermillExecutionError as err:
+            print(f"error: a notebook failed (its executed copy is in the run's notebooks/): {err.ename}: {err.evalue}",
+                  file=sys.stderr)
+            return 1
+        for row in done:
+            print(f"{row['notebook']}: {row['seconds']} s")
+    else:
+        for p in args.paths:
+            strip_notebook(Path(p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
