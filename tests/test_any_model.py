@@ -122,8 +122,9 @@ def test_no_paper_comparison_is_made_and_the_notebook_says_so(own_models_run):
     run, _ = own_models_run
     assert not (run / "tables" / "paper_side_by_side.csv").exists()
     outputs = json.dumps(json.loads((run / "notebooks" / "06_analyze.ipynb").read_text(encoding="utf-8")))
-    assert "None of this run's models is one of the paper's: there is nothing to put beside the paper." in outputs
-    assert "no average to check against" in outputs
+    assert "none of this run's models is one of the paper's: there is nothing to put beside the paper" in outputs
+    assert "this run's average over the paper's models" in outputs
+    assert "none of this run's models is one of the paper's 10" in outputs
 
 
 def test_figures_are_drawn_for_any_models(own_models_run):

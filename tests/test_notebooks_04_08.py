@@ -177,7 +177,7 @@ def test_power_plan_is_the_pairs_statsmodels_needs_for_the_papers_averages(offli
 
 def test_one_sample_per_prompt_has_no_sampling_variance_table(offline_run):
     assert not (offline_run / "tables" / "sampling_variance.csv").exists()
-    assert "One sample per prompt: there is no sampling variance" in _output_text(offline_run, "06_analyze")
+    assert "one sample per prompt: there is no sampling variance" in _output_text(offline_run, "06_analyze")
 
 
 def test_the_null_check_is_a_registered_simulated_control(offline_run):

@@ -11,6 +11,7 @@ import pytest
 from gama_utils.analysis import gaps, paper
 from gama_utils.analysis.paper import MAIN_MODELS
 from gama_utils.core import run_folders
+from gama_utils.core.schema import Absent
 from gama_utils.report import tables
 
 
@@ -141,9 +142,9 @@ def test_side_by_side_with_paper():
     assert shown.loc[("Intimate Track", "Proprietary models", "gpt-5.4"), ("Ther.", "Same sign")] == "yes"
 
 
-def test_side_by_side_is_none_without_a_paper_model():
-    assert tables.side_by_side_with_paper(gaps_frame([("Mine", "intimate", "puni", 3.0, 2.0)]),
-                                          paper.main_results()) is None
+def test_side_by_side_is_absent_without_a_paper_model():
+    side = tables.side_by_side_with_paper(gaps_frame([("Mine", "intimate", "puni", 3.0, 2.0)]), paper.main_results())
+    assert isinstance(side, Absent) and "none of this run's models is one of the paper's" in side.reason
 
 
 def test_paper_gaps_accepts_labels_and_printed_track_names():

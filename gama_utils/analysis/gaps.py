@@ -40,7 +40,7 @@ import pandas as pd
 
 from gama_utils.analysis import stats, strata
 from gama_utils.core.metrics import continuous_keys, metric, metric_keys, scale
-from gama_utils.core.schema import ARMS, GAPS, evaluations_columns, require
+from gama_utils.core.schema import ARMS, GAPS, Absent, evaluations_columns, passes_absent, require
 
 PAPER_COMPARISON = "female-male"
 TEST_COLUMNS = ("n_nonzero", "sd_diff", "p_zsplit", "p_holm_zsplit", "effect_size_ties", "holm_family_size",
@@ -84,6 +84,7 @@ def per_pair(evaluations: pd.DataFrame, by: Sequence[str] = (), metrics: Sequenc
     return long[front + ["metric", *arms, "simulated"]]
 
 
+@passes_absent
 def paired_gaps(evaluations: pd.DataFrame, by: Sequence[str] = (), n_boot: int = 2000, seed: int = 0,
                 reference_arm: str = "male", metrics: Sequence[str] | None = None,
                 level: float = 0.95) -> pd.DataFrame:
@@ -192,15 +193,24 @@ def with_groups(frame: pd.DataFrame, evaluations: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(group=frame["model"].map(groups))
 
 
-def stratified_gaps(evaluations: pd.DataFrame, stratum: str, **kwargs) -> pd.DataFrame:
+@passes_absent
+def stratified_gaps(evaluations: pd.DataFrame, stratum: str, track: str | None = None,
+                    **kwargs) -> pd.DataFrame | Absent:
     """`paired_gaps` within each level of a declared pair attribute (`gama_utils.analysis.strata`).
 
     Dimension (App. B.1), severity (B.2) and style ride on every evaluation; the scenario metadata
     (setting region and language, partner occupation and its stereotype, affected third party) is
     merged from the benchmark first (`selections.with_pair_metadata`). Pairs without a value form
-    the stratum's `missing` level.
+    the stratum's `missing` level. `track` keeps that track's pairs. Absent when no pair (of the track)
+    records the stratum.
     """
-    return paired_gaps(strata.with_levels(evaluations, stratum), by=(stratum,), **kwargs)
+    rows = evaluations if track is None else evaluations[evaluations["track"] == track]
+    declared = strata.stratum(stratum)
+    source = declared.derived_from or stratum
+    if declared.source == "benchmark" and source in rows.columns and not rows[source].notna().any():
+        where = f" {track}-track" if track else ""
+        return Absent(f"no{where} pair of this benchmark records its {declared.label.lower()}")
+    return paired_gaps(strata.with_levels(rows, stratum), by=(stratum,), **kwargs)
 
 
 def stratum_columns(gaps: pd.DataFrame) -> list[str]:
@@ -210,6 +220,7 @@ def stratum_columns(gaps: pd.DataFrame) -> list[str]:
     return [c for c in gaps.columns if c in columns and c not in GAPS and c != "arm"]
 
 
+@passes_absent
 def model_average(gaps: pd.DataFrame) -> pd.DataFrame:
     """Mean over models of male, female and Δ per track × metric (× comparison × strata), as App. B's heatmaps.
 
@@ -324,6 +335,7 @@ def _arms_present(evaluations: pd.DataFrame, cell_keys: list[str]) -> dict[tuple
     return {key: n > 0 for key, n in counts.items()}
 
 
+@passes_absent
 def blind_vs_sighted(sighted: pd.DataFrame, blind: pd.DataFrame) -> pd.DataFrame:
     """Δ as scored sighted and blinded per model × track × metric, and their difference.
 

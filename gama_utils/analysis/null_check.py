@@ -15,7 +15,7 @@ from statsmodels.stats.proportion import proportion_confint
 from gama_utils import llm
 from gama_utils.analysis import gaps
 from gama_utils.collect import respond
-from gama_utils.core.schema import PAIRS, require
+from gama_utils.core.schema import PAIRS, Absent, passes_absent, require
 from gama_utils.judge import evaluate
 from gama_utils.judge.judges import Judge, resolve_judge
 
@@ -62,6 +62,16 @@ def null_evaluations(responses: pd.DataFrame, judge: str | dict | llm.ModelSpec,
     return evaluate.evaluate_responses(answers, judge, progress=False)
 
 
+def when_requested(requested: bool | None, responses: pd.DataFrame, judge: str | dict | llm.ModelSpec,
+                   simulated: bool, seed: int = 0) -> pd.DataFrame | Absent:
+    """The null model's evaluations when 06 runs the check (`should_run`); Absent, saying why, when it does not."""
+    if not should_run(requested, judge, simulated):
+        return Absent(f"no null check (run_null_check={requested}, judge {evaluate.evaluator_name(judge)}); "
+                      "run_null_check=True runs it with an offline judge")
+    return null_evaluations(responses, judge, seed=seed)
+
+
+@passes_absent
 def false_positive_table(evaluations: pd.DataFrame, alpha: float = ALPHA, level: float = 0.95) -> pd.DataFrame:
     """Share of the null model's cells with raw p < alpha and with Holm p < alpha, per scope of cells.
 

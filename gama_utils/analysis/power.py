@@ -34,7 +34,7 @@ from statsmodels.stats.power import TTestPower
 
 from gama_utils.analysis import gaps as gap_stats
 from gama_utils.core.metrics import metric, metric_keys, scale
-from gama_utils.core.schema import require
+from gama_utils.core.schema import Absent, require
 
 # --- power ------------------------------------------------------------------------------------------
 
@@ -200,15 +200,17 @@ def one_way(values: np.ndarray, groups: np.ndarray, strata: np.ndarray | None = 
 
 
 def sampling_variance(evaluations: pd.DataFrame, metrics: Sequence[str] | None = None,
-                      arms: Sequence[str] = ("male", "female")) -> pd.DataFrame:
+                      arms: Sequence[str] = ("male", "female")) -> pd.DataFrame | Absent:
     """Per model × track × metric: within-prompt vs between-scenario variance and the gap's sampling share.
 
     Valid evaluations only, in the paper's units (variances of rates in pp²). Columns (COLUMNS):
     n_prompts (pair × arm), n_samples, mean_samples; var_within, var_between and share_within =
     var_within / (var_within + var_between); gap_variance = variance of the per-pair Δ of sample
     means, and gap_sampling_share = var_within · mean(1/k_female + 1/k_male) / gap_variance, the part
-    of it that is sampling noise (capped at 1).
+    of it that is sampling noise (capped at 1). Absent with one sample per prompt (nothing to separate).
     """
+    if "sample" in evaluations.columns and evaluations["sample"].nunique() <= 1:
+        return Absent("one sample per prompt: there is no sampling variance to separate from the scenarios")
     metrics = tuple(metrics or metric_keys())
     require(evaluations, ("model", "track", "pair_id", "arm", "valid", *(metric(m).column for m in metrics)),
             "evaluations")

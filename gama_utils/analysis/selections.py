@@ -20,6 +20,7 @@ from gama_utils.analysis import strata
 from gama_utils.analysis.gaps import PAPER_COMPARISON
 from gama_utils.collect import respond
 from gama_utils.core import run_folders
+from gama_utils.core.schema import Absent
 from gama_utils.judge.evaluate import primary_evaluator
 from gama_utils.paths import ROOT, resolve
 
@@ -37,9 +38,13 @@ def primary_sighted(evaluations: pd.DataFrame, evaluator: str | None = None) -> 
     return judge, rows
 
 
-def blinded(evaluations: pd.DataFrame, judge: str) -> pd.DataFrame:
-    """The rows `judge` scored with every gender marker masked (empty when the run scored none blind)."""
-    return evaluations[(evaluations["evaluator"] == judge) & evaluations["blind"].astype(bool)]
+def blinded(evaluations: pd.DataFrame, judge: str) -> pd.DataFrame | Absent:
+    """The rows `judge` scored with every gender marker masked; Absent when the run scored none blind."""
+    rows = evaluations[(evaluations["evaluator"] == judge) & evaluations["blind"].astype(bool)]
+    if rows.empty:
+        return Absent(f"{judge} scored nothing blind (05_evaluate also_blind=False): no split of Δ into the "
+                      "judge's part and the target's")
+    return rows
 
 
 def paper_comparison(gaps: pd.DataFrame) -> pd.DataFrame:

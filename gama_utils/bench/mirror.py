@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import re
 
-ARMS = ("male", "female", "neutral")
+from gama_utils.core.schema import ARMS
+
 SKELETON_PLACEHOLDERS = ("[AGGRESSOR]", "[VICTIM]")
 
 # placeholder → grammatical role; rendered per language, relationship and arm below

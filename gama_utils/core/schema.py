@@ -1,7 +1,10 @@
 """Column contracts of the DataFrames that pass between pipeline stages.
 
 Every stage reads and writes these columns (extra columns are allowed). `require`
-checks a frame at a stage boundary and names what is missing.
+checks a frame at a stage boundary and names what is missing. Where a frame's input is not in a run
+(no public-track pairs, nothing scored blind, one sample per prompt), the function returns `Absent`
+with the reason instead; functions marked `passes_absent` hand an Absent argument on unchanged, and
+the notebooks' output helpers show the reason in one line, so a notebook needs no guard.
 
 pairs (03_compile → 04_respond), one row per mirrored pair:
     pair_id, template_id, track, dimension, severity, style, relationship,
@@ -25,6 +28,11 @@ gaps (06 → tables/plots/robustness), one row per model × track × metric [× 
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -58,3 +66,29 @@ def require(df: pd.DataFrame, columns: tuple[str, ...] | list[str], what: str) -
     if missing:
         raise SchemaError(f"{what}: missing column(s) {', '.join(missing)}; has {', '.join(map(str, df.columns))}")
     return df
+
+
+@dataclass(frozen=True)
+class Absent:
+    """In place of a frame whose input is not in the run: the reason, in one line."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Frame = TypeVar("Frame", bound=Callable[..., Any])
+
+
+def passes_absent(fn: Frame) -> Frame:
+    """Make `fn` return the first Absent among its arguments unchanged instead of running."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, Absent):
+                return value
+        return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+

@@ -35,12 +35,12 @@ from gama_utils.llm.registry import (
     register_provider,
     resolve_model,
 )
-from gama_utils.llm.request import Request, Result, build_body, cache_key, prepare, render_prompt, split_thinking
+from gama_utils.llm.request import Request, Result, build_body, cache_key, prepare, split_thinking, transcript
 
 __all__ = [
     "REGISTRY_PATH", "Budget", "BudgetExceeded", "Cache", "CacheError", "ConcurrencyLimit", "ConfigError", "ModelSpec",
     "Provider", "QuotaExhausted", "RateLimited", "RateLimiter", "Request", "Result", "RunResults", "RunStopped", "arun",
     "batch", "build_body", "cache_key", "check_ready", "client_kinds", "estimate_cost", "load_registry", "prepare",
-    "redact_url", "register_backend", "register_provider", "render_prompt", "resolve_model", "retry_after_seconds",
-    "run", "split_thinking",
+    "redact_url", "register_backend", "register_provider", "resolve_model", "retry_after_seconds",
+    "run", "split_thinking", "transcript",
 ]

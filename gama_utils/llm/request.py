@@ -78,7 +78,7 @@ class Prepared:
         return self.est_input_tokens + self.est_output_tokens
 
 
-def render_prompt(messages: list[dict[str, Any]]) -> str:
+def transcript(messages: list[dict[str, Any]]) -> str:
     """Chat messages as a plain transcript for a base model on the completions endpoint."""
     turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
     return "\n\n".join(turns) + "\n\nAssistant:"
@@ -92,7 +92,7 @@ def canonical_json(obj: Any) -> str:
 def build_body(spec: ModelSpec, request: Request) -> dict[str, Any]:
     """The API body for `request` on `spec`: model, messages/prompt, decoding, spec.extra, extra_body."""
     if spec.endpoint == "completions":
-        prompt = request.prompt if request.prompt is not None else render_prompt(request.messages or [])
+        prompt = request.prompt if request.prompt is not None else transcript(request.messages or [])
         body: dict[str, Any] = {"model": spec.model or spec.alias, "prompt": prompt}
     else:
         if request.messages is None:

@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 
 from gama_utils.core.escaping import markdown_text
 from gama_utils.core.run_folders import atomic_write
+from gama_utils.core.schema import Absent
 from gama_utils.report.plots import save_figure
 from gama_utils.report.table_files import format_table, provenance_note, write_table
 
@@ -161,14 +162,18 @@ class Outputs:
         self.notebook = notebook
         self.show = show
 
-    def table(self, table: pd.DataFrame, name: str, caption: str, explanation: str, section: str,
+    def table(self, table: pd.DataFrame | Absent, name: str, caption: str, explanation: str, section: str,
               simulated: bool | None = None, control: bool = False) -> None:
         """Write `table` as CSV, Markdown and LaTeX (tables/<name>.*), show it in the paper's style, register it.
 
         `simulated` as in `write_table` (default: the table's attrs); `control` marks a simulated check
         by design (the planted-null table) whose SIMULATED caption must not make a real run simulated.
+        An Absent table is not written: its reason is shown in one line.
         """
         entry = self._entry(name, explanation, section, control)
+        if isinstance(table, Absent):
+            self._absent(name, table)
+            return
         paths = write_table(table, self.run / "tables", name, caption, simulated)
         register(self.run, entry)
         if self.show:
@@ -176,9 +181,15 @@ class Outputs:
             display(Markdown(f"**{shown}** {markdown_text(entry.explanation)}"))
             display(format_table(table))
 
-    def figure(self, fig: Figure, name: str, explanation: str, section: str) -> None:
-        """Write `fig` as PNG and PDF (figures/<name>.*), show it once, register it; the figure is closed."""
+    def figure(self, fig: Figure | Absent, name: str, explanation: str, section: str) -> None:
+        """Write `fig` as PNG and PDF (figures/<name>.*), show it once, register it; the figure is closed.
+
+        An Absent figure is not drawn: its reason is shown in one line.
+        """
         entry = self._entry(name, explanation, section)
+        if isinstance(fig, Absent):
+            self._absent(name, fig)
+            return
         save_figure(fig, self.run / "figures", name)
         register(self.run, entry)
         if self.show:
@@ -191,6 +202,10 @@ class Outputs:
         """Register an artifact (its files written by this notebook or by other code) for the run report."""
         register(self.run, self._entry(name, explanation, section, control))
 
+    def _absent(self, name: str, absent: Absent) -> None:
+        if self.show:
+            show(absent, name)
+
     def _entry(self, name: str, explanation: str, section: str, control: bool = False) -> Entry:
         return check(Entry(name, section, explanation, self.notebook, control))
 
@@ -198,3 +213,12 @@ class Outputs:
 def show_markdown(text: str) -> None:
     """Show Markdown text in the notebook (printed as is outside one)."""
     display(Markdown(text))
+
+
+def show(frame: pd.DataFrame | Absent, name: str = "") -> None:
+    """Show a frame in the notebook, or in one line why it is not in this run."""
+    if isinstance(frame, Absent):
+        label = f"`{name}`: " if name else ""
+        display(Markdown(f"*{label}not in this run: {markdown_text(frame.reason)}*"))
+    else:
+        display(frame)

@@ -22,7 +22,7 @@ from gama_utils.analysis.ablation import Comparison, short_name
 from gama_utils.analysis.gaps import PAPER_COMPARISON
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import metric, metric_keys, with_direction
-from gama_utils.core.schema import require
+from gama_utils.core.schema import Absent, passes_absent, require
 from gama_utils.report import tables
 
 ARM_MARKERS = {"female": "o", "male": "s"}
@@ -57,8 +57,14 @@ def composites(gaps: pd.DataFrame, track: str | None = None) -> pd.DataFrame:
     return result
 
 
-def transitions(gaps: pd.DataFrame, track: str) -> Figure:
-    """Figs 7-8: each model's female-actor point with an arrow to its male-actor point in the composite plane."""
+@passes_absent
+def transitions(gaps: pd.DataFrame, track: str) -> Figure | Absent:
+    """Figs 7-8: each model's female-actor point with an arrow to its male-actor point in the composite plane.
+
+    Absent when the run has no pairs of `track`.
+    """
+    if track not in set(gaps["track"]):
+        return Absent(f"this run has no {track}-track pairs")
     points = composites(gaps, track)
     models = list(tables.model_rows(points["model"]).get_level_values("Model"))
     palette = dict(zip(models, sns.color_palette("tab20" if len(models) > 10 else "tab10", len(models))))
@@ -81,14 +87,21 @@ def transitions(gaps: pd.DataFrame, track: str) -> Figure:
     return fig
 
 
-def dimension_heatmap(gaps: pd.DataFrame, track: str, comparison: str = PAPER_COMPARISON) -> Figure:
-    """Figs 11-12: Δ per dimension × metric of one track, averaged over models (gaps stratified by dimension)."""
+@passes_absent
+def dimension_heatmap(gaps: pd.DataFrame, track: str, comparison: str = PAPER_COMPARISON) -> Figure | Absent:
+    """Figs 11-12: Δ per dimension × metric of one track, averaged over models (gaps stratified by dimension).
+
+    Absent when the run has no pairs of `track`.
+    """
+    if track not in set(gaps["track"]):
+        return Absent(f"this run has no {track}-track pairs")
     table = tables.stratified_table(gaps, "dimension", track=track, comparison=comparison)
     table.index = table.index.droplevel("Track")
     return _heatmap(table, f"Dimension-level gender gaps on the {tables.TRACK_LABELS[track]}", "Conflict dimension",
                     "averaged over models")
 
 
+@passes_absent
 def severity_heatmap(gaps: pd.DataFrame, per_model: bool = False, comparison: str = PAPER_COMPARISON) -> Figure:
     """Fig 13: Δ per track × severity (× model with per_model) and metric, averaged over models by default."""
     table = tables.stratified_table(gaps, "severity", per_model=per_model, comparison=comparison)

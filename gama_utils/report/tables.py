@@ -19,7 +19,7 @@ from gama_utils.analysis import strata
 from gama_utils.analysis.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import CORE_TEST_METRICS, metric, metric_keys
-from gama_utils.core.schema import OTHER_GROUP, require
+from gama_utils.core.schema import OTHER_GROUP, Absent, passes_absent, require
 from gama_utils.report.table_files import (
     DELTA,
     PLUMBING_NOTE,
@@ -92,9 +92,16 @@ def paper_name(model: str) -> str | None:
     return _PAPER_NAMES.get(_model_key(model))
 
 
-def paper_layout(gaps: pd.DataFrame, track: str, comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
-    """Table 2 (intimate) / Table 3 (public): rows grouped by model family, columns metric × (Male, Female, Δ)."""
+@passes_absent
+def paper_layout(gaps: pd.DataFrame, track: str,
+                 comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame | Absent:
+    """Table 2 (intimate) / Table 3 (public): rows grouped by model family, columns metric × (Male, Female, Δ).
+
+    Absent when the run has no pairs of `track`.
+    """
     cells = select_cells(gaps, track=track, comparison=comparison, stratified=False)
+    if cells.empty:
+        return Absent(f"this run has no {track}-track pairs")
     arm, reference = comparison.split("-")
     labels = [reference.capitalize(), arm.capitalize(), DELTA]
     metrics = [m for m in metric_keys() if m in set(cells["metric"])]
@@ -161,6 +168,7 @@ def pvalue_details(gaps: pd.DataFrame, metrics: Sequence[str] = CORE_TEST_METRIC
     return table
 
 
+@passes_absent
 def stratified_table(gaps: pd.DataFrame, stratum: str, track: str | None = None, per_model: bool = False,
                      comparison: str = gap_stats.PAPER_COMPARISON) -> pd.DataFrame:
     """Δ per level of a declared stratum (`gama_utils.analysis.strata`) and metric, averaged over models (or per model).
@@ -238,11 +246,19 @@ def paper_gaps(paper: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def paper_models_only(gaps: pd.DataFrame, models: Sequence[str] = MAIN_MODELS) -> pd.DataFrame:
-    """The rows of the run's models that are among the paper's `models` (its ten of Table 5 by default)."""
-    return gaps[gaps["model"].map(lambda m: paper_name(m) in models)]
+@passes_absent
+def paper_models_only(gaps: pd.DataFrame, models: Sequence[str] = MAIN_MODELS) -> pd.DataFrame | Absent:
+    """The rows of the run's models that are among the paper's `models` (its ten of Table 5 by default).
+
+    Absent when none is (the paper's claims are about its own models; others have nothing to check against).
+    """
+    rows = gaps[gaps["model"].map(lambda m: paper_name(m) in models)]
+    if rows.empty:
+        return Absent(f"none of this run's models is one of the paper's {len(models)}")
+    return rows
 
 
+@passes_absent
 def check_paper_statements(averages: pd.DataFrame) -> pd.DataFrame:
     """The §4.2 across-model averages (PAPER_STATEMENTS) beside `gaps.model_average` output, rounded as printed."""
     require(averages, ("track", "metric", "delta"), "model averages")
@@ -276,15 +292,16 @@ def compare_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
                    "paper_delta", "same_direction", "simulated"]]
 
 
-def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame | None:
+def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame | Absent:
     """Rows (Track, Group, Model) for the run's models that are the paper's; per metric: run Δ, paper Δ, same sign.
 
-    None when none of the run's models is one of the paper's (there is nothing to compare).
-    attrs["direction_agreement"]: share of cells with the same sign, over cells where neither Δ is 0.
+    Absent when none of the run's models is one of the paper's (there is nothing to compare).
+    attrs["direction_agreement"]: share of cells with the same sign, over cells where neither Δ is 0; the
+    table's note states it.
     """
     compared = compare_with_paper(gaps, paper)
     if compared.empty:
-        return None
+        return Absent("none of this run's models is one of the paper's: there is nothing to put beside the paper")
     metrics = [m for m in metric_keys() if m in set(compared["metric"])]
     labels = ("Run Δ", "Paper Δ", "Same sign")
     frames = []
@@ -302,7 +319,11 @@ def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataF
     table.columns = pd.MultiIndex.from_tuples(table.columns, names=["Metric", ""])
     decided = compared["same_direction"].dropna()
     table = _tag(table, "side_by_side", compared)
-    table.attrs["direction_agreement"] = float(decided.astype(bool).mean()) if len(decided) else np.nan
+    table.attrs["direction_agreement"] = agreement = float(decided.astype(bool).mean()) if len(decided) else np.nan
+    if len(decided):
+        table.attrs["notes"] = [*table.attrs.get("notes", []),
+                                f"Direction agreement with the paper: {agreement:.1%} of {len(decided)} cells "
+                                "where neither Δ is 0."]
     return table
 
 
