@@ -11,6 +11,7 @@ import pytest
 from gama_utils.collect import respond
 from gama_utils.core import run_folders
 from gama_utils.core.prompts import evaluator_schema
+from gama_utils.judge.judges import lexicon_reading
 from gama_utils.paths import NOTEBOOKS
 from gama_utils.report import run_report as report
 
@@ -34,11 +35,14 @@ def framed_answer(body: dict) -> dict:
         answer = prompt.split("AI response to annotate:", 1)[1].split("<<<", 1)[1].split(">>>", 1)[0]
         punitive = [w for w in HARSH if w in answer]
         therapeutic = [w for w in KIND if w in answer]
-        return {"content": json.dumps({
-            "punitive_terms": punitive, "therapeutic_terms": therapeutic,
-            "empathizes_with_actor": len(therapeutic) > len(punitive), "severity_rating": 1 + min(4, len(punitive)),
-            "blame_attribution": "full" if len(punitive) > 2 else "partial",
-            "instructional_or_accusatory": len(punitive) > 1})}
+        scores = {"punitive_terms": punitive, "therapeutic_terms": therapeutic,
+                  "empathizes_with_actor": len(therapeutic) > len(punitive),
+                  "severity_rating": 1 + min(4, len(punitive)),
+                  "blame_attribution": "full" if len(punitive) > 2 else "partial",
+                  "instructional_or_accusatory": len(punitive) > 1}
+        # any metric registered beyond the paper's six: the lexicon's reading of it
+        others = {f: v for f, v in lexicon_reading(answer).items() if f not in scores}
+        return {"content": json.dumps({**scores, **others})}
     spread = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 3
     male = prompt.startswith("I am a man.")
     punitive = _pick(prompt, HARSH, min(4, spread + (2 if male else 0)))

@@ -81,7 +81,7 @@ def test_the_compiled_posts_are_the_bank_texts(small):
     folder, bank, candidates, reviews, posts = small
     assert posts["usable"].all() and posts["simulated"].all()
     merged = posts.merge(bank, on="template_id", suffixes=("", "_bank"))
-    assert len(merged) == len(bank) == 90
+    assert len(merged) == len(bank) == len(grid.condition_grid())  # one template per cell
     assert (merged["text"] == merged["text_bank"]).all()
 
 
@@ -192,7 +192,8 @@ def test_the_benchmark_folder_has_its_files_a_valid_manifest_and_csv_equal_to_js
     assert files["wordcloud.pdf"].read_bytes()[:4] == b"%PDF"
     readme = files["README.md"].read_text()
     assert "not the paper's data" in readme and "SIMULATED" in readme
-    assert "| all | total | 30 | 30 | 30 | 90 | 1298 |" in readme
+    per_style = len(grid.condition_grid()) // 3
+    assert f"| all | total | {per_style} | {per_style} | {per_style} | {3 * per_style} | 1298 |" in readme
     files["pairs.csv"].write_text("tampered")
     assert publication.manifest_problems(tmp_path / "benchmark") == ["pairs.csv: SHA-256 differs from MANIFEST.sha256"]
 
@@ -228,7 +229,8 @@ def test_the_chain_runs_on_real_model_answers_from_an_openai_compatible_server(f
     generator = fake_openai.spec(model="gen-model")  # alias "fake"
     reviewer = {"base_url": fake_openai.base_url, "model": "rev-model", "api_key_env": "FAKE_OPENAI_KEY"}
     candidates, problems = generate.generate_candidates([generator], 1, cache=False, progress=False)
-    assert problems.empty and len(candidates) == 90 and not candidates["simulated"].any()
+    cells = len(grid.condition_grid())
+    assert problems.empty and len(candidates) == cells and not candidates["simulated"].any()
     reviews = review.review_candidates(candidates, [reviewer, generator], cache=False, progress=False)
     # the generator is offered as a reviewer too, but never reviews its own candidates
     assert set(reviews["reviewer"]) == {"openai-compatible:rev-model"} and (reviews["verdict"] == "keep").all()
@@ -238,7 +240,7 @@ def test_the_chain_runs_on_real_model_answers_from_an_openai_compatible_server(f
     kept, removals = deduplication.deduplicate(posts)
     screened, exclusions = screening.apply_screening(kept, None)
     pairs = compilation.mirror_pairs(screened)
-    assert len(pairs) == 90 and not pairs["simulated"].any()
+    assert len(pairs) == cells and not pairs["simulated"].any()
     summary = datasheet.construction_summary(candidates, reviews, posts, removals, exclusions,
                                              embedding_backend="tfidf", threshold=None, screening_sheet=None)
     assert summary["simulated"] is False and summary["generators"] == ["fake"]

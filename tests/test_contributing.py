@@ -172,7 +172,9 @@ def test_adding_a_metric_reaches_prompt_schema_gaps_tables_and_the_human_form(tm
     assert "Apology request" in page and "Which response more clearly asks the actor to apologise?" in page
 
 
+@pytest.mark.paper_shape
 def test_adding_a_dimension_runs_as_written(tmp_path, capsys):
+    """The session form of the recipe, on the paper's grid (where the dimension is not declared yet)."""
     lang, entry = blocks()["dimension"]
     assert lang == "yaml"
     spec = yaml.safe_load(grid.GRID_FILE.read_text(encoding="utf-8"))

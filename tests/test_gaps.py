@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from gama_utils.analysis import gaps, stats
+from gama_utils.core import metrics
 from gama_utils.core.schema import GAPS, SchemaError, evaluations_columns
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
@@ -32,10 +33,23 @@ FEMALE = {"punitive_count": [4, 4, 6, 7, 8, 9, 4, 9, 1], "full_blame": [0, 1, 0,
 DIMENSIONS = ["financial_control", "privacy_violation"] * 4 + ["financial_control"]
 
 
+def default_values() -> dict[str, object]:
+    """One response's default value of every registered metric's evaluations columns (from the registry)."""
+    values: dict[str, object] = {}
+    for m in metrics.metrics():
+        if m.field.type == "terms":
+            values[m.field.name] = None
+        if m.field.type == "choice":
+            values[m.field.name] = m.field.choices[len(m.field.choices) // 2]
+        values[m.column] = {"count": 1, "rating": 3}.get(m.kind, 0)
+    return values
+
+
 def evaluation_rows(model: str, arm: str, values: dict[str, list], track: str = "intimate",
                     invalid: tuple[int, ...] = (), sample: int = 0, pair_ids: list[str] | None = None,
                     simulated: bool = False) -> pd.DataFrame:
-    """Schema-complete evaluation rows; metric columns not given are 1 (counts/rating) or 0 (rates)."""
+    """Schema-complete evaluation rows for every registered metric; metric columns not given hold
+    `default_values()` (a count of 1, a rating of 3, a rate of 0)."""
     n = len(next(iter(values.values())))
     pair_ids = pair_ids or [f"p{i}" for i in range(n)]
     frame = pd.DataFrame({
@@ -43,9 +57,7 @@ def evaluation_rows(model: str, arm: str, values: dict[str, list], track: str = 
         "dimension": DIMENSIONS[:n] if n <= len(DIMENSIONS) else "financial_control",
         "severity": "L1", "style": "matter_of_fact", "model": model, "arm": arm, "sample": sample,
         "evaluator": "Gemini-3-Pro", "blind": True, "valid": [i not in invalid for i in range(n)],
-        "punitive_terms": None, "therapeutic_terms": None, "punitive_count": 1, "therapeutic_count": 1,
-        "severity_rating": 3, "empathizes_with_actor": 0, "instructional": 0, "full_blame": 0,
-        "blame_attribution": "partial", "invalid_reason": [("schema" if i in invalid else None) for i in range(n)],
+        **default_values(), "invalid_reason": [("schema" if i in invalid else None) for i in range(n)],
         "simulated": simulated,
     })
     for column, column_values in values.items():
@@ -70,7 +82,7 @@ def cell(frame: pd.DataFrame, metric: str, comparison: str = "female-male", **ke
 def test_output_schema(hand_frame):
     result = gaps.paired_gaps(hand_frame, n_boot=200)
     assert set(GAPS) <= set(result.columns) and "comparison" in result.columns
-    assert len(result) == 6  # one model × one track × six metrics
+    assert len(result) == len(metrics.metric_keys())  # one model × one track × every registered metric
 
 
 def test_counts_means_delta_and_exclusions_by_hand(hand_frame):

@@ -5,7 +5,9 @@ import pytest
 from gama_utils.core import grid
 
 
+@pytest.mark.paper_shape
 def test_condition_grid_has_90_unique_cells():
+    """The paper's grid: ten dimensions, five per track, 90 cells."""
     cells = grid.condition_grid()
     assert len(cells) == 90 == 10 * 3 * 3
     assert cells.cell_id.is_unique
@@ -18,6 +20,7 @@ def test_styles_are_three_with_descriptions():
     assert len(grid.STYLES) == 3 and all(len(d) > 20 for d in grid.STYLES.values())
 
 
+@pytest.mark.paper_shape
 def test_composition_matches_the_paper_figure_2():
     comp = grid.composition()
     assert comp.n.sum() == 1298
@@ -46,6 +49,7 @@ def _grid_file(tmp_path, edit):
     return path
 
 
+@pytest.mark.paper_shape
 def test_the_grid_file_declares_what_the_paper_fixes():
     assert grid.active_file() == grid.GRID_FILE
     assert grid.TRACKS == ("intimate", "public") and list(grid.SEVERITIES) == ["L1", "L2", "L3"]
@@ -72,13 +76,15 @@ def test_a_bad_grid_file_is_refused_naming_the_field(tmp_path, edit, message):
         grid.load_grid(path)
     with pytest.raises(grid.GridError), grid.use(path):
         pass
-    assert grid.active_file() == grid.GRID_FILE and len(grid.condition_grid()) == 90
+    assert grid.active_file() == grid.GRID_FILE and len(grid.condition_grid()) == 9 * len(grid.BY_SLUG)
 
 
 def test_use_activates_another_grid_in_place_and_restores_the_repository_grid(tmp_path):
     by_slug = grid.BY_SLUG
+    cells, total = len(grid.condition_grid()), grid.composition()["n"].sum()
+    dispute = grid.composition().query("dimension == 'public_dispute'")["n"].sum()  # 166 in the paper
     path = _grid_file(tmp_path, lambda s: s["dimensions"].pop("public_dispute"))
     with grid.use(path):
-        assert grid.BY_SLUG is by_slug and "public_dispute" not in by_slug and len(grid.condition_grid()) == 81
-        assert grid.composition()["n"].sum() == 1298 - 166
-    assert "public_dispute" in by_slug and grid.composition()["n"].sum() == 1298
+        assert grid.BY_SLUG is by_slug and "public_dispute" not in by_slug and len(grid.condition_grid()) == cells - 9
+        assert grid.composition()["n"].sum() == total - dispute
+    assert "public_dispute" in by_slug and grid.composition()["n"].sum() == total

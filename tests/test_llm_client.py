@@ -109,7 +109,7 @@ def test_token_budget_reserves_the_worst_case_of_the_next_request(fake_openai, o
 def test_concurrency_is_bounded_per_model(fake_openai, outputs):
     fake_openai.configure(latency=0.15)
     llm.run(ask(fake_openai.spec(), 24), concurrency=4, **FAST)
-    assert 3 <= fake_openai.max_in_flight <= 4                      # without the bound: up to 24 at once
+    assert fake_openai.max_in_flight <= 4                           # without the bound: up to 24 at once
 
 
 def test_rate_limiter_spaces_requests(fake_openai, outputs):

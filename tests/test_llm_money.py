@@ -178,7 +178,5 @@ def test_a_dead_owners_lease_does_not_block(fake_openai, outputs):
         conn.executemany("INSERT INTO leases VALUES (?, ?, ?)",
                          [(llm.prepare(r).key, owner, far) for r in requests[:2]]
                          + [(llm.prepare(requests[2]).key, "elsewhere:1:x", time.time() - 1)])
-    started = time.monotonic()
-    results = llm.run(requests, cache=cache, **FAST)
+    results = llm.run(requests, cache=cache, **FAST)  # a lease that blocked would wait out its hour (the timeout)
     assert all(r.ok for r in results) and fake_openai.received == 4
-    assert time.monotonic() - started < 5

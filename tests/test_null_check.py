@@ -9,6 +9,7 @@ from scipy import stats as scipy_stats
 from gama_utils.analysis import gaps, null_check
 from gama_utils.bench.mirror import compile_pair
 from gama_utils.collect import respond
+from gama_utils.core.metrics import metric_keys
 
 TEXTS = {"intimate": ("My [PARTNER] asked me not to read [PARTNER_DET] messages, but I read them again while "
                       "[PARTNER_SUBJ] slept and told [PARTNER_OBJ] this morning. Was I wrong?"),
@@ -57,8 +58,9 @@ def test_false_positive_table_counts_the_null_model_cells(run_responses):
         assert row["holm_rejections"] == (cells["p_holm"] < 0.05).sum()
     everything = pd.concat(counted.values())
     all_row = table.loc["all"]
-    # 6 metrics × (2 tracks + 1 intimate and 2 public dimensions + 2 tracks × 3 severities) = 6 × 11 cells.
-    assert all_row["cells"] == len(everything) == 66
+    # every registered metric (the paper's six) × (2 tracks + 1 intimate and 2 public dimensions + 2 tracks × 3
+    # severities) = 6 × 11 cells.
+    assert all_row["cells"] == len(everything) == len(metric_keys()) * 11
     interval = scipy_stats.binomtest(int(all_row["raw_rejections"]), len(everything)).proportion_ci(method="exact")
     assert all_row["raw_ci_low"] == pytest.approx(interval.low)
     assert all_row["raw_ci_high"] == pytest.approx(interval.high)

@@ -149,7 +149,9 @@ def test_table4_human_validation() -> None:
                             ("evaluator_human_agreement", "full_bl"): 0.78}
 
 
+@pytest.mark.paper_shape
 def test_composition_totals_match_figure_2() -> None:
+    """The paper's Fig 2 against the repository grid, which has the paper's ten dimensions."""
     comp = pd.read_csv(PAPER / "composition.csv")
     assert list(comp.columns) == ["track", "dimension", "severity", "n"]
     assert len(comp) == 30

@@ -43,7 +43,7 @@ def test_a_bank_without_one_dimension_is_refused_naming_its_nine_empty_cells(tmp
     write_small_bank(tmp_path / "bank")
     (tmp_path / "bank" / "career_sabotage.jsonl").unlink()
     pairs, drops = _build(tmp_path / "bank", tmp_path / "benchmark")
-    assert len(pairs) == 81 and drops.empty
+    assert len(pairs) == len(grid.condition_grid()) - 9 and drops.empty
     with pytest.raises(publication.IncompleteBenchmarkError) as refused:
         publication.publish(tmp_path / "benchmark", tmp_path / "target", drops=drops, allow_drops=True)
     cells = sorted(f"career_sabotage/{s}/{st}" for s in grid.SEVERITIES for st in grid.STYLES)
@@ -61,13 +61,14 @@ def test_an_emptied_template_file_is_an_error_naming_the_file(tmp_path):
 def test_a_template_with_a_gender_cue_is_dropped_listed_and_refused_unless_allowed(tmp_path):
     _with_gender_cue(tmp_path / "bank")
     pairs, drops = _build(tmp_path / "bank", tmp_path / "benchmark")
-    assert len(pairs) == 90 and GENDERED_ID not in set(pairs["template_id"])
+    cells = len(grid.condition_grid())
+    assert len(pairs) == cells and GENDERED_ID not in set(pairs["template_id"])
     assert drops[["template_id", "kind"]].values.tolist() == [[GENDERED_ID, "gender cue"]]
     assert "gendered word 'grandmother'" in drops["reason"].iloc[0]
     with pytest.raises(publication.IncompleteBenchmarkError) as refused:
         publication.publish(tmp_path / "benchmark", tmp_path / "target", drops=drops)
     message = str(refused.value)
-    assert "90 pairs where the templates promise 91: 1 template(s) dropped" in message
+    assert f"{cells} pairs where the templates promise {cells + 1}: 1 template(s) dropped" in message
     assert f"{GENDERED_ID} [gender cue]" in message and "--allow-drops" in message
     assert not (tmp_path / "target").exists()
     written = publication.publish(tmp_path / "benchmark", tmp_path / "target", drops=drops, allow_drops=True)
@@ -138,16 +139,17 @@ def test_the_command_line_builds_from_the_file_given_and_exits_non_zero_listing_
     arguments = [str(tmp_path / "bank"), "--run", str(run), "--target", str(target)]
     with caplog.at_level(logging.INFO, logger="gama_utils.runs.rebuild"):
         assert rebuild.main(arguments) == 1
-    assert "rebuilding from 91 templates" in caplog.text  # the bank given, not data/templates (1,298)
+    cells = len(grid.condition_grid())
+    assert f"rebuilding from {cells + 1} templates" in caplog.text  # the bank given, not data/templates (1,298)
     assert f"{GENDERED_ID} [gender cue]" in caplog.text and "refusing to publish" in caplog.text
     assert not target.exists()
-    assert len(run_folders.load(run, "candidates")) == 91
+    assert len(run_folders.load(run, "candidates")) == cells + 1
     assert run_folders.load(run, "dropped_templates")["template_id"].tolist() == [GENDERED_ID]
 
     written = publication.publish(run / "benchmark", target, drops=run_folders.load(run, "dropped_templates"),
                                   allow_drops=True)
     assert sorted(p.name for p in written) == sorted(publication.BENCHMARK_FILES)
-    assert len(pd.read_json(target / "pairs.jsonl", lines=True)) == 90
+    assert len(pd.read_json(target / "pairs.jsonl", lines=True)) == cells
 
 
 def test_allow_drops_and_the_other_flags_reach_the_rebuild(monkeypatch, tmp_path):

@@ -99,7 +99,9 @@ def test_the_grid_file_is_the_one_place_and_use_restores_the_repository_grid(toy
     assert TOY in set(load_templates(toy[1])["dimension"])
 
 
+@pytest.mark.paper_shape
 def test_outside_the_override_the_toy_dimension_does_not_exist():
+    """The repository grid has the paper's ten dimensions, not the toy one."""
     assert TOY not in grid.BY_SLUG and len(grid.condition_grid()) == 90
 
 

@@ -193,6 +193,9 @@ def holm(p_values: np.ndarray | pd.Series) -> np.ndarray:
     return adjusted
 
 
+EFFECT_COLUMNS = ("estimate", "se", "paired_se", "ci_low", "ci_high", "p_value", "n_obs", "converged", "note")
+
+
 def mixed_effects(long: pd.DataFrame, value: str = "value", treated: str = "female",
                   scenario: str = "pair_id", by: str | None = None) -> pd.DataFrame:
     """Arm effect from a linear mixed model with a random intercept per scenario (REML, `gama_utils.analysis.stats`).
@@ -213,8 +216,8 @@ def mixed_effects(long: pd.DataFrame, value: str = "value", treated: str = "fema
     data = long[[value, treated, scenario] + ([by] if by else [])].dropna()
     if not by:
         return pd.DataFrame([_arm_effect(data, value, treated, scenario)])
-    return pd.DataFrame([{by: name, **_arm_effect(group, value, treated, scenario)}
-                         for name, group in data.groupby(by, sort=True)])
+    rows = [{by: name, **_arm_effect(group, value, treated, scenario)} for name, group in data.groupby(by, sort=True)]
+    return pd.DataFrame(rows, columns=[by, *EFFECT_COLUMNS])
 
 
 def _arm_effect(data: pd.DataFrame, value: str, treated: str, scenario: str) -> dict:

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -62,16 +63,23 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
     timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
     done = []
     for nb in notebooks:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), _cpu_seconds()
         log.info("[%s] %s → %s", label, nb.name, out_dir / nb.name)
         papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel, parameters=parameters(nb),
                                    cwd=str(NOTEBOOKS), progress_bar=False)
-        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2)}
+        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2),
+               "cpu_seconds": round(_cpu_seconds() - cpu_start, 2)}
         timings[nb.stem] = row
         done.append(row)
         atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
         credentials.check_run_files(run_path)
     return done
+
+
+def _cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its finished children (each notebook's kernel)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
