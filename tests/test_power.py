@@ -107,3 +107,14 @@ def test_plan_leaves_undefined_cells_empty():
     pilot = gaps_rows([("A", "intimate", "sev", 0.0, 10, 0.0), ("A", "intimate", "puni", -1.0, 10, 2.0)])
     planned = power.plan(pilot, {"sev": 0.2, "puni": 0.0}).set_index("metric")
     assert planned["pairs_needed"].isna().all() and planned["pairs_needed_max_holm"].isna().all()
+
+
+def test_a_run_too_small_to_test_any_cell_gets_tables_not_a_division_by_zero():
+    """One pair per cell (the real-LLM plumbing run): no cell is tested, so the Holm family is 0 and the Holm
+    step is α itself; with one pair there is no spread, so every detectable gap is missing (NaN)."""
+    frame = gaps_rows([("A", "intimate", "puni", -1.0, 1, float("nan")), ("A", "public", "puni", 2.0, 1, float("nan"))],
+                      m=0)
+    table = power.power_table(frame)
+    assert list(table.holm_family_size) == [0, 0] and table[["mdd", "mdd_holm"]].isna().all().all()
+    plan = power.plan(frame, frame.assign(delta=3.0))
+    assert plan[["pairs_needed", "pairs_needed_holm"]].isna().all().all()

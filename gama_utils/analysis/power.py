@@ -88,6 +88,12 @@ def detectable_gaps(gaps: pd.DataFrame, alpha: float = ALPHA, power: float = POW
     return rows
 
 
+def _family(rows: pd.DataFrame) -> int:
+    """The largest Holm family among the rows; 0 when no cell could be tested (a run of one pair per cell)."""
+    largest = rows["holm_family_size"].max()
+    return int(largest) if pd.notna(largest) else 0
+
+
 def power_table(gaps: pd.DataFrame, reference: pd.DataFrame | None = None, alpha: float = ALPHA,
                 power: float = POWER, family_size: int | None = None) -> pd.DataFrame:
     """Per track × metric: the run's n and spread and the minimum detectable Δ at α and at the Holm step.
@@ -99,7 +105,7 @@ def power_table(gaps: pd.DataFrame, reference: pd.DataFrame | None = None, alpha
     could not be expected to find.
     """
     rows = _paper_rows(gaps)
-    m = family_size or int(rows["holm_family_size"].max())
+    m = family_size or _family(rows)
     rows = detectable_gaps(rows, alpha, power, m)
     rows["below"] = rows["delta"].abs() < rows["mdd"]
     table = rows.groupby(TRACK_KEYS, sort=False).agg(
@@ -107,7 +113,7 @@ def power_table(gaps: pd.DataFrame, reference: pd.DataFrame | None = None, alpha
         mdd_min=("mdd", "min"), mdd_max=("mdd", "max"), run_below_mdd=("below", "sum")).reset_index()
     table["holm_family_size"] = m
     table["mdd"] = [minimum_detectable_delta(sd, int(n), alpha, power) for sd, n in zip(table.sd_diff, table.n_pairs)]
-    table["mdd_holm"] = [minimum_detectable_delta(sd, int(n), alpha / m, power)
+    table["mdd_holm"] = [minimum_detectable_delta(sd, int(n), alpha / max(m, 1), power)
                          for sd, n in zip(table.sd_diff, table.n_pairs)]
     if reference is not None:
         ref = _paper_rows(reference).merge(table[TRACK_KEYS + ["mdd"]], on=TRACK_KEYS)
@@ -136,8 +142,8 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
     require(rows, ("sd_diff",), "pilot gaps")
     spread = rows.groupby(TRACK_KEYS, sort=False)["sd_diff"].agg(sd_diff="median", sd_diff_max="max").reset_index()
     spread = spread.merge(_targets(target, spread), on=TRACK_KEYS)
-    m = family_size or int(rows["holm_family_size"].max())
-    holm_alpha = alpha / m
+    m = family_size or _family(rows)
+    holm_alpha = alpha / max(m, 1)  # a family of 0 tests nothing: the Holm step is α itself
     for suffix, a in (("", alpha), ("_holm", holm_alpha)):
         columns = ((f"pairs_needed{suffix}", spread.sd_diff), (f"pairs_needed_max{suffix}", spread.sd_diff_max))
         for column, sds in columns:
