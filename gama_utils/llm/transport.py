@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-from gama_utils.llm.registry import ModelSpec, Provider, provider
+from gama_utils.llm.registry import ModelSpec, Provider, bearer_headers, provider
 
 _PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 
@@ -40,28 +40,19 @@ class TransportFailure(Exception):
     """No complete HTTP reply: timeout, refused or dropped connection, truncated body."""
 
 
+def openai_endpoint(spec: ModelSpec) -> tuple[str, dict[str, str]]:
+    """The URL and headers of an OpenAI-compatible server (Bearer key) or an Azure deployment (api-key header)."""
+    base, key = spec.resolved_base_url(), spec.api_key()
+    if spec.client != "azure":
+        return base + _PATHS[spec.endpoint], bearer_headers(spec, key)
+    url = f"{base}/openai/deployments/{spec.model}{_PATHS[spec.endpoint]}?api-version={spec.resolved_api_version()}"
+    return url, {**bearer_headers(spec, None), **({"api-key": key} if key else {})}
+
+
 class AiohttpTransport:
-    """OpenAI-compatible (and Azure deployment) endpoints over a pooled aiohttp session."""
+    """POSTs to one URL with fixed headers over a pooled aiohttp session (see `openai_endpoint`)."""
 
-    def __init__(self, spec: ModelSpec, url: str | None = None, headers: dict[str, str] | None = None):
-        if url is not None and headers is not None:
-            self._setup(spec, url, headers)
-            return
-        base = spec.resolved_base_url()
-        key = spec.api_key()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if spec.client == "azure":
-            url = (f"{base}/openai/deployments/{spec.model}{_PATHS[spec.endpoint]}"
-                        f"?api-version={spec.resolved_api_version()}")
-            if key:
-                headers["api-key"] = key
-        else:
-            url = base + _PATHS[spec.endpoint]
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-        self._setup(spec, url, headers)
-
-    def _setup(self, spec: ModelSpec, url: str, headers: dict[str, str]) -> None:
+    def __init__(self, spec: ModelSpec, url: str, headers: dict[str, str]):
         self._url = URL(url)                     # parsed once, not per request
         self._headers = headers
         self._timeout = aiohttp.ClientTimeout(total=spec.timeout_s, sock_connect=min(30.0, spec.timeout_s))
@@ -162,4 +153,4 @@ def make_transport(spec: ModelSpec) -> AiohttpTransport | SdkTransport | Provide
     found = provider(spec.client)
     if found is not None:
         return ProviderTransport(spec, found)
-    return SdkTransport(spec) if spec.transport_kind == "sdk" else AiohttpTransport(spec)
+    return SdkTransport(spec) if spec.transport_kind == "sdk" else AiohttpTransport(spec, *openai_endpoint(spec))
