@@ -74,8 +74,10 @@ class Absent:
 
     reason: str
 
-    def __bool__(self) -> bool:
-        return False
+
+def absent_track(frame: pd.DataFrame, track: str) -> Absent | None:
+    """Absent, saying so, when `frame` has no row of `track`; None when it has."""
+    return None if track in set(frame["track"]) else Absent(f"this run has no {track}-track pairs")
 
 
 Frame = TypeVar("Frame", bound=Callable[..., Any])

@@ -22,7 +22,7 @@ from gama_utils.analysis.ablation import Comparison, short_name
 from gama_utils.analysis.gaps import PAPER_COMPARISON
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import metric, metric_keys, with_direction
-from gama_utils.core.schema import Absent, passes_absent, require
+from gama_utils.core.schema import Absent, absent_track, passes_absent, require
 from gama_utils.report import tables
 
 ARM_MARKERS = {"female": "o", "male": "s"}
@@ -63,8 +63,8 @@ def transitions(gaps: pd.DataFrame, track: str) -> Figure | Absent:
 
     Absent when the run has no pairs of `track`.
     """
-    if track not in set(gaps["track"]):
-        return Absent(f"this run has no {track}-track pairs")
+    if (absent := absent_track(gaps, track)) is not None:
+        return absent
     points = composites(gaps, track)
     models = list(tables.model_rows(points["model"]).get_level_values("Model"))
     palette = dict(zip(models, sns.color_palette("tab20" if len(models) > 10 else "tab10", len(models))))
@@ -93,8 +93,8 @@ def dimension_heatmap(gaps: pd.DataFrame, track: str, comparison: str = PAPER_CO
 
     Absent when the run has no pairs of `track`.
     """
-    if track not in set(gaps["track"]):
-        return Absent(f"this run has no {track}-track pairs")
+    if (absent := absent_track(gaps, track)) is not None:
+        return absent
     table = tables.stratified_table(gaps, "dimension", track=track, comparison=comparison)
     table.index = table.index.droplevel("Track")
     return _heatmap(table, f"Dimension-level gender gaps on the {tables.TRACK_LABELS[track]}", "Conflict dimension",

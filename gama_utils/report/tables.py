@@ -19,7 +19,7 @@ from gama_utils.analysis import strata
 from gama_utils.analysis.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import CORE_TEST_METRICS, metric, metric_keys
-from gama_utils.core.schema import OTHER_GROUP, Absent, passes_absent, require
+from gama_utils.core.schema import OTHER_GROUP, Absent, absent_track, passes_absent, require
 from gama_utils.report.table_files import (
     DELTA,
     PLUMBING_NOTE,
@@ -100,8 +100,8 @@ def paper_layout(gaps: pd.DataFrame, track: str,
     Absent when the run has no pairs of `track`.
     """
     cells = select_cells(gaps, track=track, comparison=comparison, stratified=False)
-    if cells.empty:
-        return Absent(f"this run has no {track}-track pairs")
+    if (absent := absent_track(cells, track)) is not None:
+        return absent
     arm, reference = comparison.split("-")
     labels = [reference.capitalize(), arm.capitalize(), DELTA]
     metrics = [m for m in metric_keys() if m in set(cells["metric"])]
