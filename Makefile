@@ -21,8 +21,8 @@ test: $(VENV)/.installed
 RECIPES_COPY ?= $(or $(TMPDIR),/tmp)/gama-recipes
 test-recipes: $(VENV)/.installed
 	rm -rf $(RECIPES_COPY) && mkdir -p $(RECIPES_COPY)
-	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test ! -e "{}" || echo "{}"' \
-		| tar cf - -T - | tar xf - -C $(RECIPES_COPY)
+	git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - 2>/dev/null \
+		| tar xf - -C $(RECIPES_COPY)
 	ln -s $(abspath $(VENV)) $(RECIPES_COPY)/.venv
 	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python .ci/permanent_recipes.py $(RECIPES_COPY)
 	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python -m pytest -q --durations=15 -m "not paper_shape"
