@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 
 from gama_utils.analysis import paper
 from gama_utils.core.metrics import PAPER_METRIC_KEYS  # noqa: E402
+from gama_utils.core.schema import Absent  # noqa: E402
 from gama_utils.report import plots, tables  # noqa: E402
 
 BLAME_VALUES = {"A": (1.0, 3.0), "B": (1.0, 3.0)}          # (female, male) for Puni., Sev., Instr., Full-Bl.
@@ -159,3 +160,19 @@ def test_model_names_with_dollar_signs_are_drawn_as_written(tmp_path):
     forest = plots.forest(frame)
     plots.save_figure(forest, tmp_path / "figures", "forest")
     assert [t.get_text() for t in forest.axes[0].get_yticklabels()] == list(hostile.values())
+
+
+def test_pooled_forest_draws_the_pooled_diamond_and_prediction_interval_below_the_models():
+    """A pooled row (made up) with Δ −2, CI −2.6 to −1.4, PI −4 to 0: the diamond's corners and the bar's ends."""
+    gaps = composite_frame()
+    pooled = pd.DataFrame({"track": "intimate", "metric": list(PAPER_METRIC_KEYS), "pooled_delta": -2.0,
+                           "ci_low": -2.6, "ci_high": -1.4, "pi_low": -4.0, "pi_high": 0.0, "i2": 0.9})
+    fig = plots.pooled_forest(gaps, pooled, "intimate")
+    panels = [ax for ax in fig.axes if ax.get_title()]
+    assert panels[0].get_title() == "Puni. (I² 90%)"
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["A", "B", "Pooled (random effects)"]
+    diamond = panels[0].patches[0].get_xy()[:, 0]
+    assert sorted(set(np.round(diamond, 6))) == [-2.6, -2.0, -1.4]
+    bar = next(line for line in panels[0].get_lines() if len(line.get_xdata()) == 2 and line.get_ydata()[0] > 1)
+    assert list(bar.get_xdata()) == [-4.0, 0.0]
+    assert isinstance(plots.pooled_forest(gaps, pooled, "public"), Absent)

@@ -2,7 +2,7 @@
 
 gaps (paired Δ, CIs, tests), stats (Wilcoxon, Holm, effect sizes, the REML mixed model), power (and
 sampling variance), strata, selections (the rows an analysis uses), paper (the paper's models and
-numbers), ablation (§4.3), robustness (§4.4), null_check.
+numbers), pooling (the random-effects Δ over models), ablation (§4.3), robustness (§4.4), null_check.
 """
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "strata",
     "selections",
     "paper",
+    "pooling",
     "ablation",
     "robustness",
     "null_check",

@@ -151,6 +151,52 @@ def forest(gaps: pd.DataFrame, metrics: Sequence[str] | None = None, comparison:
     return fig
 
 
+@passes_absent
+def pooled_forest(gaps: pd.DataFrame, pooled: pd.DataFrame, track: str,
+                  metrics: Sequence[str] | None = None) -> Figure | Absent:
+    """Each model's Δ with its bootstrap CI and, below them, the random-effects pooled Δ as a diamond (its
+    HKSJ CI) with the prediction interval for a new model as a bar; one panel per metric.
+
+    `pooled` is `gama_utils.analysis.pooling.pooled_gaps` output.
+    """
+    missing = absent_track(pooled, track)
+    if missing:
+        return missing
+    cells = tables.select_cells(gaps, track=track, stratified=False)
+    require(pooled, ("track", "metric", "pooled_delta", "ci_low", "ci_high", "pi_low", "pi_high", "i2"), "pooled")
+    summary = pooled[pooled["track"] == track].set_index("metric")
+    metrics = [m for m in (metrics or metric_keys()) if m in summary.index]
+    models = list(tables.model_rows(cells["model"], tables.model_groups(cells)).get_level_values("Model"))
+    y_pooled = len(models) + 0.6
+    colour = sns.color_palette("colorblind", 3)[dict(zip(TRACKS, range(2))).get(track, 2)]
+    with sns.axes_style("whitegrid"):
+        fig, axes = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 2, 0.42 * len(models) + 2.4),
+                                 sharey=True, squeeze=False, layout="constrained")
+    for ax, key in zip(axes[0], metrics):
+        rows = cells[cells["metric"] == key].set_index("model").reindex(models)
+        y = np.arange(len(models))
+        ax.errorbar(rows["delta"], y, xerr=np.abs(np.vstack([rows["delta"] - rows["ci_low"],
+                                                             rows["ci_high"] - rows["delta"]])),
+                    fmt="o", color=colour, ms=4, lw=1.1)
+        row = summary.loc[key]
+        ax.plot([row["pi_low"], row["pi_high"]], [y_pooled, y_pooled], color="0.25", lw=2.5, alpha=0.5,
+                solid_capstyle="butt")
+        ax.fill([row["ci_low"], row["pooled_delta"], row["ci_high"], row["pooled_delta"]],
+                [y_pooled, y_pooled - 0.35, y_pooled, y_pooled + 0.35], color="0.15", zorder=3)
+        ax.axvline(0, color="0.3", lw=0.9)
+        ax.set_title(f"{metric(key).label} (I² {row['i2']:.0%})")
+        ax.set_xlabel(f"Δ ({_unit(key, delta=True)})")
+    axes[0][0].set_yticks([*range(len(models)), y_pooled], [*models, "Pooled (random effects)"])
+    axes[0][0].invert_yaxis()
+    handles = [Line2D([], [], color=colour, marker="o", ls="-", label="model Δ, 95% bootstrap CI"),
+               Line2D([], [], color="0.15", marker="D", ls="", label="pooled Δ, 95% HKSJ CI"),
+               Line2D([], [], color="0.25", alpha=0.5, lw=2.5, label="95% prediction interval for a new model")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
+    fig.suptitle(_title(f"{tables.TRACK_LABELS.get(track, track)}: Δ = female − male per model and pooled over "
+                        "models", cells))
+    return fig
+
+
 def save_figure(fig: Figure, directory: str | Path, name: str) -> dict[str, Path]:
     """Write the figure as name.png (200 dpi) and name.pdf; returns the paths.
 
