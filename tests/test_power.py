@@ -118,3 +118,66 @@ def test_a_run_too_small_to_test_any_cell_gets_tables_not_a_division_by_zero():
     assert list(table.holm_family_size) == [0, 0] and table[["mdd", "mdd_holm"]].isna().all().all()
     plan = power.plan(frame, frame.assign(delta=3.0))
     assert plan[["pairs_needed", "pairs_needed_holm"]].isna().all().all()
+
+
+COUNT_D = np.array([0.0] * 40 + [1.0] * 25 + [-1.0] * 15 + [2.0] * 8 + [-2.0] * 6 + [3.0] * 4 + [-4.0] * 2)
+
+
+def test_wilcoxon_power_is_scipys_test_on_the_same_sign_flipped_draws():
+    """The same draws rebuilt here (|d| drawn, + with probability q = (1 + δ/mean|d|)/2) and tested one by one."""
+    delta, n, n_sim = 0.3, 50, 200
+    simulated = power.wilcoxon_power(COUNT_D, delta, n, n_sim=n_sim, seed=7)
+    rng = np.random.default_rng(7)
+    size = np.abs(COUNT_D)
+    draws = rng.choice(size, size=(n_sim, n))
+    q = (1 + delta / size.mean()) / 2
+    draws = np.where(rng.random((n_sim, n)) < q, draws, -draws)
+    assert draws.mean() == pytest.approx(delta, abs=0.05)
+    p = [scipy_stats.wilcoxon(row[row != 0], method="approx").pvalue for row in draws]
+    assert simulated == pytest.approx(np.mean(np.array(p) < 0.05))
+
+
+def test_wilcoxon_power_at_no_gap_is_the_tests_size():
+    """q = 1/2 is the signed-rank test's own null: about 5% rejections (4,000 runs: SE 0.34 points)."""
+    assert power.wilcoxon_power(COUNT_D, 0.0, 120, n_sim=4000, seed=1) == pytest.approx(0.05, abs=0.012)
+
+
+def test_t_threshold_has_the_target_t_power_under_the_same_model():
+    """At mean δ the model's SD is √(mean(d²) − δ²), mean(d²) = (25 + 15 + 4·14 + 9·4 + 16·2)/100 = 1.64 here;
+    the noncentral t gives 80% at the threshold with that SD."""
+    assert power.sign_flip_sd(COUNT_D, 0.4) == pytest.approx(math.sqrt(1.64 - 0.16))
+    for n, alpha in ((120, 0.05), (305, 0.05 / 120)):
+        delta = power.t_threshold(COUNT_D, n, alpha)
+        assert t_test_power(delta, power.sign_flip_sd(COUNT_D, delta), n, alpha) == pytest.approx(0.8, abs=1e-4)
+
+
+def test_the_wilcoxon_threshold_on_normal_magnitudes_is_its_pitman_efficiency_below_the_t_threshold():
+    """|d| folded normal, signs + with probability q: the signed-rank z grows as (2q − 1)·√(3n)/2, the t's as
+    (2q − 1)·√n·E|X|/√E[X²] = (2q − 1)·√n·√(2/π), so the Wilcoxon needs √(2/π)/(√3/2) = 0.921 of the t's gap;
+    and the simulated power at the found threshold is the target (both within Monte Carlo noise)."""
+    d = np.random.default_rng(3).normal(0, 5, 4000)
+    t_delta = power.t_threshold(d, 200)
+    w_delta = power.wilcoxon_threshold(d, 200, n_sim=3000, seed=5)
+    assert w_delta / t_delta == pytest.approx(math.sqrt(2 / math.pi) / (math.sqrt(3) / 2), abs=0.03)
+    assert power.wilcoxon_power(d, w_delta, 200, n_sim=3000, seed=5) == pytest.approx(0.8, abs=0.01)
+
+
+def test_power_table_simulates_count_metrics_and_fills_thresholds_only_where_the_t_test_is_off():
+    """Two models' count differences; the table's Wilcoxon columns are those of count_thresholds' model, and a
+    simulated threshold appears exactly where the simulated power is more than 2 points from 80%."""
+    pairs = [f"p{i}" for i in range(len(COUNT_D))]
+    rows = []
+    for model, d in (("A", COUNT_D), ("B", COUNT_D * 2)):
+        rows.append(pd.DataFrame({"model": model, "track": "intimate", "metric": "puni", "pair_id": pairs,
+                                  "male": 5.0, "female": 5.0 + d}))
+    differences = pd.concat(rows, ignore_index=True)
+    frame = gaps_rows([("A", "intimate", "puni", COUNT_D.mean(), len(COUNT_D), COUNT_D.std(ddof=1)),
+                       ("B", "intimate", "puni", 2 * COUNT_D.mean(), len(COUNT_D), 2 * COUNT_D.std(ddof=1))], m=12)
+    row = power.power_table(frame, differences=differences, n_sim=500).iloc[0]
+    expected = power.wilcoxon_power(COUNT_D, power.t_threshold(COUNT_D, len(COUNT_D)), len(COUNT_D), n_sim=500)
+    assert row["wilcoxon_power"] == pytest.approx(expected)  # A's sd is nearest the median (a tie: the first)
+    for suffix in ("", "_holm"):
+        off = abs(row[f"wilcoxon_power{suffix}"] - 0.8) > power.SIMULATION_TOLERANCE
+        assert np.isfinite(row[f"mdd{suffix}_wilcoxon"]) == off
+        if off:
+            assert (row[f"mdd{suffix}_wilcoxon"] > row[f"mdd{suffix}"]) == (row[f"wilcoxon_power{suffix}"] < 0.8)

@@ -6,9 +6,18 @@ the signed-rank test has no closed-form power; its efficiency relative to the t-
 for normal differences and higher for heavy tails, and on a 0/1 metric (zeros dropped, a sign test
 on the pairs that differ) its power at these n is that of the t-test on the same differences. The
 tests simulate both cases and find the Wilcoxon test's power within a few points of the target.
+Count metrics are the exception: their per-pair differences are small integers with many zeros and
+ties, and there the Wilcoxon test's power can run several points below the t-test's. So for the count
+metrics `power_table` also simulates the Wilcoxon test itself (`wilcoxon_power`: the observed |d|
+with signs biased toward the target gap, so that the values stay integer counts with their zeros and
+ties) and, where its power at the t-test's threshold is off by more than `SIMULATION_TOLERANCE`
+(2 points), gives the threshold found by simulation (mdd_wilcoxon, mdd_holm_wilcoxon). With the default
+1,000 simulated runs a simulated power of 80% has a Monte Carlo SE of 1.3 points.
 
-Thresholds are given at two-sided α (.05) and at the strictest Holm step, α/m for the run's family
-of m tests (a gap must clear that bar to be significant after Holm whatever the other cells do).
+Thresholds are given at two-sided α (.05) and at α/m for the run's family of m tests, the Bonferroni
+bound on Holm: Holm's first step tests at α/m, so a gap of mdd_holm has the stated power to survive
+Holm whatever the other cells do; in a family where other cells have real gaps Holm's later, laxer
+steps need less. mdd_holm is therefore an upper bound on the gap Holm needs, not a requirement.
 Δ and SD are in the paper's units (rates in percentage points).
 
 Sampling variance (`sampling_variance`, below): repeated samples (samples_per_prompt > 1): how much of the
@@ -30,6 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 from statsmodels.stats.power import TTestPower
 
 from gama_utils.analysis import gaps as gap_stats
@@ -70,10 +80,10 @@ def pairs_needed(delta: float, sd: float, alpha: float = ALPHA, power: float = P
 
 def detectable_gaps(gaps: pd.DataFrame, alpha: float = ALPHA, power: float = POWER,
                     family_size: int | None = None) -> pd.DataFrame:
-    """Per gaps row: minimum detectable Δ at `alpha` (mdd) and at the strictest Holm step α/m (mdd_holm).
+    """Per gaps row: minimum detectable Δ at `alpha` (mdd) and at the Bonferroni bound α/m on Holm (mdd_holm).
 
     m is `family_size`, else the row's holm_family_size. Adds columns mdd, mdd_holm, holm_alpha and
-    detectable (|Δ| ≥ mdd_holm: a gap of this size has `power` to survive Holm).
+    detectable (|Δ| ≥ mdd_holm: a gap of this size has at least `power` to survive Holm).
     """
     require(gaps, ("track", "metric", "delta", "n_pairs", "sd_diff"), "gaps")
     if family_size is None:
@@ -95,14 +105,18 @@ def _family(rows: pd.DataFrame) -> int:
 
 
 def power_table(gaps: pd.DataFrame, reference: pd.DataFrame | None = None, alpha: float = ALPHA,
-                power: float = POWER, family_size: int | None = None) -> pd.DataFrame:
-    """Per track × metric: the run's n and spread and the minimum detectable Δ at α and at the Holm step.
+                power: float = POWER, family_size: int | None = None, differences: pd.DataFrame | None = None,
+                n_sim: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per track × metric: the run's n and spread and the minimum detectable Δ at α and at the Holm bound α/m.
 
     n_pairs and sd_diff are the medians over the models; mdd and mdd_holm are computed from them,
     mdd_min/mdd_max give the range over the models' own cells. run_below_mdd counts the run's cells
     whose |Δ| is below mdd. With `reference` (a gaps frame such as the paper's Tables 2-3,
     `tables.paper_gaps`), reference_below_mdd counts its cells below the run's mdd: gaps this design
-    could not be expected to find.
+    could not be expected to find. With `differences` (`gaps.per_pair` rows), the count metrics get
+    the Wilcoxon test's simulated power at mdd and mdd_holm (wilcoxon_power, wilcoxon_power_holm, from
+    the model whose sd_diff is nearest the median) and, where it is off the target by more than
+    SIMULATION_TOLERANCE, the thresholds found by simulation (`count_thresholds`).
     """
     rows = _paper_rows(gaps)
     m = family_size or _family(rows)
@@ -124,7 +138,126 @@ def power_table(gaps: pd.DataFrame, reference: pd.DataFrame | None = None, alpha
     columns = ["track", "metric", "n_models", "n_pairs", "sd_diff", "mdd", "mdd_min", "mdd_max", "holm_family_size",
                "mdd_holm", "run_below_mdd"]
     columns += ["reference_below_mdd", "reference_cells"] if reference is not None else []
+    if differences is not None:
+        table = table.merge(count_thresholds(rows, differences, alpha, power, m, n_sim, seed), on=TRACK_KEYS,
+                            how="left")
+        table["mdd_wilcoxon"] = table["mdd"] * table["ratio"]
+        table["mdd_holm_wilcoxon"] = table["mdd_holm"] * table["ratio_holm"]
+        columns += list(COUNT_COLUMNS)
     return table[columns]
+
+
+SIMULATION_TOLERANCE = 0.02
+COUNT_COLUMNS = ("wilcoxon_power", "wilcoxon_power_holm", "mdd_wilcoxon", "mdd_holm_wilcoxon")
+
+
+def sign_flip_sd(d: np.ndarray, delta: float) -> float:
+    """SD of the per-pair difference under `wilcoxon_power`'s model at mean `delta`: √(mean(d²) − delta²)."""
+    return float(np.sqrt(np.mean(np.asarray(d, dtype=float) ** 2) - delta ** 2))
+
+
+def wilcoxon_power(d: np.ndarray, delta: float, n: int, alpha: float = ALPHA, n_sim: int = 1000,
+                   seed: int | np.random.Generator = 0) -> float:
+    """Simulated power of the two-sided Wilcoxon test (zeros dropped, normal approximation) at mean `delta`.
+
+    Each of `n_sim` samples draws `n` of the observed |d| and gives each a + sign with probability
+    q = (1 + delta / mean|d|) / 2, so the mean is `delta`: q = 1/2 is the test's own null (the arms
+    exchangeable), and the values stay the counts' own (integers, zeros and ties as observed), which a
+    shift by a fraction of a term would not. One vectorised test call.
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    size = np.abs(np.asarray(d, dtype=float))
+    q = (1 + delta / size.mean()) / 2
+    if not 0 <= q <= 1:
+        raise ValueError(f"a mean of {delta} is beyond the mean |d| of {size.mean()}: no sign pattern reaches it")
+    draws = rng.choice(size, size=(n_sim, int(n)))
+    draws = np.where(rng.random((n_sim, int(n))) < q, draws, -draws)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = scipy_stats.wilcoxon(draws, axis=1, zero_method="wilcox", method="approx").pvalue
+    return float(np.mean(np.nan_to_num(p, nan=1.0) < alpha))
+
+
+def t_threshold(d: np.ndarray, n: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The mean at which the paired t-test has `power` under `wilcoxon_power`'s model: δ / √(mean(d²) − δ²) = e."""
+    e = detectable_effect(int(n), float(alpha), float(power))
+    return float(e * np.sqrt(np.mean(np.asarray(d, dtype=float) ** 2) / (1 + e ** 2)))
+
+
+def wilcoxon_threshold(d: np.ndarray, n: int, alpha: float = ALPHA, power: float = POWER, n_sim: int = 1000,
+                       seed: int = 0, tolerance: float = 0.005) -> float:
+    """The shift at which `wilcoxon_power` reaches `power` (within `tolerance`), bracketed from the t-test's threshold
+    and then found by regula falsi (Illinois).
+
+    Every evaluation uses the same seed (common random numbers), so the simulated curve is smooth in Δ.
+    """
+    limit = float(np.abs(d).mean())
+
+    def gap(x: float) -> float:
+        return wilcoxon_power(d, min(x, limit), n, alpha, n_sim, seed) - power
+
+    low = high = t_threshold(d, n, alpha, power)
+    f_low = f_high = gap(low)
+    if abs(f_low) <= tolerance:
+        return float(low)
+    step = 1.1 if f_low < 0 else 1 / 1.1
+    for _ in range(30):
+        low, f_low = high, f_high
+        high = min(high * step, limit)
+        f_high = gap(high)
+        if (f_low < 0) != (f_high < 0) or high == limit:
+            break
+    if (f_low < 0) == (f_high < 0):
+        return float("nan")  # the power never reaches the target below mean |d|
+    side = 0
+    x = high
+    for _ in range(12):
+        x = high - f_high * (high - low) / (f_high - f_low)
+        f = gap(x)
+        if abs(f) <= tolerance:
+            break
+        if (f < 0) == (f_high < 0):
+            high, f_high = x, f
+            f_low = f_low / 2 if side == -1 else f_low
+            side = -1
+        else:
+            low, f_low = x, f
+            f_high = f_high / 2 if side == 1 else f_high
+            side = 1
+    return float(x)
+
+
+def count_thresholds(rows: pd.DataFrame, differences: pd.DataFrame, alpha: float = ALPHA, power: float = POWER,
+                     family_size: int = 1, n_sim: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per track × count metric: the Wilcoxon test's simulated power where the t-test has `power` (at α and at
+    α/m), and where it is more than SIMULATION_TOLERANCE off, the thresholds by simulation (else missing: the
+    t-test's stand).
+
+    `rows` are the gaps rows of `power_table` (mdd and mdd_holm per model), `differences` `gaps.per_pair`
+    rows; the model used per track × metric is the one whose sd_diff is nearest the median over models,
+    at its own n. Both tests are compared under `wilcoxon_power`'s model; mdd_wilcoxon is that model's
+    ratio (ratio, ratio_holm) of the Wilcoxon to the t threshold, which `power_table` applies to its mdd.
+    """
+    require(differences, ("model", "track", "metric", "male", "female"), "per-pair differences")
+    holm_alpha = alpha / max(family_size, 1)
+    out = []
+    for (track, key), cells in rows.groupby(TRACK_KEYS, sort=False):
+        cells = cells.dropna(subset=["sd_diff", "mdd"])
+        if metric(key).kind != "count" or cells.empty:
+            continue
+        chosen = cells.iloc[int(np.argmin(np.abs(cells["sd_diff"] - cells["sd_diff"].median())))]
+        mine = differences[(differences["model"] == chosen["model"]) & (differences["track"] == track)
+                           & (differences["metric"] == key)]
+        d = (mine["female"] - mine["male"]).dropna().to_numpy(float)
+        row: dict[str, object] = {"track": track, "metric": key}
+        for suffix, a in (("", alpha), ("_holm", holm_alpha)):
+            usable = d.size >= 2 and bool(np.any(d != 0))
+            at_t = t_threshold(d, d.size, a, power) if usable else np.nan
+            simulated = wilcoxon_power(d, at_t, d.size, a, n_sim, seed) if usable else np.nan
+            row[f"wilcoxon_power{suffix}"] = simulated
+            off = bool(np.isfinite(simulated) and abs(simulated - power) > SIMULATION_TOLERANCE)
+            row[f"ratio{suffix}"] = wilcoxon_threshold(d, d.size, a, power, n_sim, seed) / at_t if off else np.nan
+        out.append(row)
+    return pd.DataFrame(out, columns=[*TRACK_KEYS, "wilcoxon_power", "wilcoxon_power_holm", "ratio", "ratio_holm"])
 
 
 def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame, alpha: float = ALPHA,
@@ -133,7 +266,8 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
 
     `target`: one Δ for every metric, a mapping metric → Δ, or a frame with track, metric, delta (e.g.
     the paper's across-model averages). Per track × metric: the pilot's median and largest SD over
-    models, and the pairs needed at α and at the Holm step α/m (m = `family_size`, default the pilot's
+    models, and the pairs needed at α and at the Bonferroni bound α/m on Holm (enough whatever the other cells do;
+    fewer may do; m = `family_size`, default the pilot's
     family) for the median model (pairs_needed) and for the noisiest one (pairs_needed_max); missing
     where the target is 0 or the pilot's differences have no spread.
     A pilot's SD is itself uncertain: with k pilot pairs its relative error is about 1/√(2k).
@@ -143,7 +277,7 @@ def plan(pilot: pd.DataFrame, target: float | Mapping[str, float] | pd.DataFrame
     spread = rows.groupby(TRACK_KEYS, sort=False)["sd_diff"].agg(sd_diff="median", sd_diff_max="max").reset_index()
     spread = spread.merge(_targets(target, spread), on=TRACK_KEYS)
     m = family_size or _family(rows)
-    holm_alpha = alpha / max(m, 1)  # a family of 0 tests nothing: the Holm step is α itself
+    holm_alpha = alpha / max(m, 1)  # a family of 0 tests nothing: the Holm bound is α itself
     for suffix, a in (("", alpha), ("_holm", holm_alpha)):
         columns = ((f"pairs_needed{suffix}", spread.sd_diff), (f"pairs_needed_max{suffix}", spread.sd_diff_max))
         for column, sds in columns:
