@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import binomtest, pearsonr, spearmanr
 from sklearn.metrics import cohen_kappa_score
 
 from gama_utils.judge import lexicon_agreement as agree
@@ -24,7 +25,8 @@ def test_count_agreement_against_a_hand_computation():
     # Pearson = 7.5 / sqrt(5 × 12.75) = 0.93934; ranks 1,2,3,4 vs 1,2.5,2.5,4: Spearman = 4.5 / sqrt(5 × 4.5)
     # = 0.94868; |differences| 0,1,0,2 -> 0.75; signed (judge − hand) 0,1,0,2 -> 0.75.
     got = agree.count_agreement([0, 1, 2, 3], [0, 2, 2, 5])
-    assert got == {"n": 4, "pearson_r": 0.9393, "spearman_r": 0.9487, "mean_abs_diff": 0.75,
+    assert got == {"n": 4, "pearson_r": pytest.approx(7.5 / math.sqrt(5 * 12.75)),
+                   "spearman_r": pytest.approx(4.5 / math.sqrt(5 * 4.5)), "mean_abs_diff": 0.75,
                    "mean_signed_diff": 0.75, "hand_mean": 1.5, "judge_mean": 2.25}
 
 
@@ -38,7 +40,7 @@ def test_rating_agreement_against_a_hand_computation():
     # |differences| 0,1,0,2,0: exact 3/5, within one 4/5, MAE 3/5; signed -2+1 over 5 = -0.2
     got = agree.rating_agreement(hand, judge)
     assert (got["exact"], got["within_1"], got["mae"], got["mean_signed_diff"]) == (0.6, 0.8, 0.6, -0.2)
-    assert got["spearman_r"] == round(spearmanr(hand, judge)[0], 4)
+    assert got["spearman_r"] == spearmanr(hand, judge)[0]
     assert got["table"]["4"] == {"1": 0, "2": 1, "3": 0, "4": 0, "5": 0}
     assert sum(sum(row.values()) for row in got["table"].values()) == 5
 
@@ -48,8 +50,9 @@ def test_rate_agreement_against_a_hand_computation_and_sklearn():
     # observed 3/5 = 0.6; expected 0.6 × 0.6 + 0.4 × 0.4 = 0.52; kappa = 0.08 / 0.48 = 0.1667
     got = agree.rate_agreement(hand, judge)
     assert (got["both_true"], got["judge_only"], got["hand_only"], got["both_false"]) == (2, 1, 1, 1)
-    assert (got["accuracy"], got["kappa"], got["hand_rate"], got["judge_rate"]) == (0.6, 0.1667, 0.6, 0.6)
-    assert got["kappa"] == round(cohen_kappa_score(hand, judge), 4)
+    assert (got["accuracy"], got["kappa"], got["hand_rate"], got["judge_rate"]) == (0.6, pytest.approx(0.08 / 0.48),
+                                                                                   0.6, 0.6)
+    assert got["kappa"] == cohen_kappa_score(hand, judge)
 
 
 def test_rate_agreement_kappa_is_undefined_when_both_sides_say_the_same_thing_throughout():
@@ -61,7 +64,7 @@ def test_blame_agreement_against_sklearn():
     hand, judge = ["full", "full", "partial", "none"], ["full", "partial", "partial", "full"]
     got = agree.blame_agreement(hand, judge)
     assert got["accuracy"] == 0.5
-    assert got["kappa"] == round(cohen_kappa_score(hand, judge, labels=["full", "partial", "none"]), 4)
+    assert got["kappa"] == cohen_kappa_score(hand, judge, labels=["full", "partial", "none"])
     assert got["table"]["full"] == {"full": 1, "partial": 1, "none": 0}
     assert got["table"]["none"] == {"full": 1, "partial": 0, "none": 0}
 
@@ -71,7 +74,7 @@ def test_ordering_counts_each_high_low_pair_once():
     hand, judge = [5, 2, 1, 2, 9], [3, 3, 0, 3, 0]
     # (0,2): 5>1 and 3>0 same; (0,3): 5>2 but 3=3 judge tie; (1,2): 2>1 and 3>0 same; (1,3): 2=2 hand tie
     assert agree.ordering(styles, hand, judge) == {"pairs": 4, "hand_tied": 1, "same": 2, "judge_tied": 1,
-                                                   "reversed": 0, "share_same": 0.6667}
+                                                   "reversed": 0, "share_same": pytest.approx(2 / 3)}
     # (0,1): 3>1 but 1<2; (0,2): 3<4 but 1>0 -> both reversed
     assert agree.ordering(["harsh", "gentle", "gentle"], [3, 1, 4], [1, 2, 0])["reversed"] == 2
 
@@ -90,7 +93,7 @@ def test_term_agreement_counts_overlaps_both_ways():
     hand = [["wrong", "wrong", "breach of trust"]]
     judge = [[(9, 14), (33, 49)]]  # the first "wrong" and "a serious breach", which overlaps "breach of trust"
     got = agree.term_agreement([answer], hand, judge)
-    assert got == {"hand_terms": 3, "judge_terms": 2, "found": 2, "confirmed": 2, "recall": 0.6667,
+    assert got == {"hand_terms": 3, "judge_terms": 2, "found": 2, "confirmed": 2, "recall": pytest.approx(2 / 3),
                    "precision": 1.0}
 
 
@@ -170,12 +173,20 @@ def test_published_agreement_is_what_the_lexicon_measures_now(published, referen
     assert stored["agreement"] == _json_roundtrip(fresh["agreement"])
 
 
+def _recorded(value, digits: int = 4):
+    """A published figure as the history recorded it: floats rounded to 4 decimals, without the later intervals."""
+    if isinstance(value, dict):
+        return {k: _recorded(v) for k, v in value.items() if k not in ("ci", "intervals")}
+    return round(value, digits) if isinstance(value, float) else value
+
+
 def test_the_held_out_record_ends_with_the_published_figures():
+    """The history (a record kept at 4 decimals, before intervals were added) ends with today's point figures."""
     history = json.loads((LEXICONS / "agreement_history.json").read_text(encoding="utf-8"))
     published = json.loads((LEXICONS / "agreement.json").read_text(encoding="utf-8"))
     assert history["reference_sha256"] == published["reference"]["sha256"]
     assert history["measurements"][-1]["terms_placed"] == "offsets"
-    assert history["measurements"][-1]["agreement"] == published["agreement"]
+    assert history["measurements"][-1]["agreement"] == _recorded(published["agreement"])
 
 
 def test_the_lexicon_orders_every_harsh_and_gentle_development_answer_like_the_hand_scores():
@@ -200,5 +211,57 @@ def test_cli_writes_the_measurement_it_prints(tmp_path, capsys):
     printed = capsys.readouterr().out
     written = json.loads(out.read_text(encoding="utf-8"))
     assert written["agreement"] == _json_roundtrip(agree.measure(agree.DEVELOPMENT)["agreement"])
-    assert f"Puni. | Pearson {written['agreement']['puni']['pearson_r']}" in printed
+    puni = written["agreement"]["puni"]
+    low, high = puni["ci"]["pearson_r"]
+    assert f"Puni. | Pearson {puni['pearson_r']:.2f} [{low:.2f}, {high:.2f}]" in printed
     assert not math.isnan(written["agreement"]["sev"]["mae"])
+
+
+AGREE_HAND = [0, 1, 2, 3, 4, 2, 1, 0, 5, 3, 2, 2]
+AGREE_JUDGE = [0, 2, 2, 3, 5, 1, 1, 1, 4, 3, 3, 2]
+
+
+def test_count_intervals_are_the_percentiles_of_scipys_figures_on_the_same_resamples():
+    """The resamples rebuilt here (resamples(n, 300, seed 4)) and each figure recomputed by scipy, one by one."""
+    got = agree.count_agreement(AGREE_HAND, AGREE_JUDGE, n_boot=300, seed=4)
+    rows = agree.resamples(len(AGREE_HAND), 300, 4)
+    h, j = np.array(AGREE_HAND, float)[rows], np.array(AGREE_JUDGE, float)[rows]
+    pearson = [pearsonr(a, b)[0] for a, b in zip(h, j) if a.std() > 0 and b.std() > 0]
+    spearman = [spearmanr(a, b)[0] for a, b in zip(h, j) if a.std() > 0 and b.std() > 0]
+    assert got["ci"]["pearson_r"] == pytest.approx(list(np.percentile(pearson, [2.5, 97.5])))
+    assert got["ci"]["spearman_r"] == pytest.approx(list(np.percentile(spearman, [2.5, 97.5])))
+    assert got["ci"]["mean_abs_diff"] == pytest.approx(list(np.percentile(np.abs(j - h).mean(axis=1), [2.5, 97.5])))
+    low, high = got["ci"]["pearson_r"]
+    assert low <= got["pearson_r"] <= high
+
+
+def test_kappa_intervals_are_sklearns_kappa_on_the_same_resamples():
+    hand = ["full", "full", "partial", "none", "full", "none", "partial", "full", "none", "full"]
+    judge = ["full", "partial", "partial", "full", "full", "none", "none", "full", "none", "partial"]
+    got = agree.blame_agreement(hand, judge, n_boot=200, seed=2)
+    rows = agree.resamples(len(hand), 200, 2)
+    kappas = []
+    for row in rows:
+        h, j = [hand[i] for i in row], [judge[i] for i in row]
+        if len(set(h) | set(j)) > 1:
+            kappas.append(cohen_kappa_score(h, j, labels=agree.BLAME))
+    assert got["ci"]["kappa"] == pytest.approx(list(np.percentile(kappas, [2.5, 97.5])))
+
+
+def test_share_intervals_are_clopper_pearson():
+    """Accuracy 9/12 on a yes/no metric: scipy's exact binomial interval."""
+    hand = [True] * 6 + [False] * 6
+    judge = [True] * 5 + [False] + [False] * 4 + [True] * 2
+    got = agree.rate_agreement(hand, judge, n_boot=50)
+    exact = binomtest(9, 12).proportion_ci(0.95, method="exact")
+    assert got["accuracy"] == 0.75 and got["ci"]["accuracy"] == pytest.approx([exact.low, exact.high])
+
+
+def test_published_figures_carry_intervals_around_them():
+    published = json.loads((LEXICONS / "agreement.json").read_text(encoding="utf-8"))["agreement"]
+    for key, names in (("puni", ("pearson_r", "spearman_r", "mean_abs_diff")), ("sev", ("exact", "within_1", "mae")),
+                       ("instr", ("accuracy", "kappa")), ("full_bl", ("accuracy", "kappa")),
+                       ("blame", ("accuracy", "kappa"))):
+        for name in names:
+            low, high = published[key]["ci"][name]
+            assert low <= published[key][name] <= high, (key, name)

@@ -157,22 +157,27 @@ def test_the_package_table_names_every_package_and_module_and_only_those():
 
 
 def test_the_lexicon_agreement_table_is_the_measured_one():
-    """The README's per-metric agreement rows, rebuilt from data/lexicons/agreement.json."""
+    """The README's per-metric agreement rows with their 95% intervals, rebuilt from data/lexicons/agreement.json."""
     import json
 
     from gama_utils.core.metrics import metric
 
     agreement = json.loads((ROOT / "data" / "lexicons" / "agreement.json").read_text(encoding="utf-8"))["agreement"]
     text = (ROOT / "README.md").read_text(encoding="utf-8")
+    def shown(block: dict, name: str, percent: bool = False) -> str:
+        value, (low, high) = block[name], block["ci"][name]
+        return (f"{value:.0%} [{low:.0%}, {high:.0%}]" if percent else f"{value:.2f} [{low:.2f}, {high:.2f}]")
+
     for key in ("puni", "ther", "sev", "emp_agg", "instr", "full_bl"):
         a, order = agreement[key], agreement["ordering"][key]
         if key in ("puni", "ther"):
-            shown = (f"Pearson r {a['pearson_r']:.2f}, Spearman {a['spearman_r']:.2f}; {a['terms']['found']} of "
-                     f"{a['terms']['hand_terms']} hand-marked phrases found")
+            cell = (f"Pearson r {shown(a, 'pearson_r')}, Spearman {shown(a, 'spearman_r')}; {a['terms']['found']} of "
+                    f"{a['terms']['hand_terms']} hand-marked phrases found")
         elif key == "sev":
-            shown = f"exact {a['exact']:.0%}, within one point {a['within_1']:.0%}, MAE {a['mae']:.2f}"
+            cell = (f"exact {shown(a, 'exact', True)}, within one point {shown(a, 'within_1', True)}, MAE "
+                    f"{shown(a, 'mae')}")
         else:
-            shown = f"accuracy {a['accuracy']:.0%}, Cohen's κ {a['kappa']:.2f}"
-        row = (f"| {metric(key).label} | {shown} | {order['same']} ({order['judge_tied']} tied, "
+            cell = f"accuracy {shown(a, 'accuracy', True)}, Cohen's κ {shown(a, 'kappa')}"
+        row = (f"| {metric(key).label} | {cell} | {order['same']} ({order['judge_tied']} tied, "
                f"{order['reversed']} reversed) |")
         assert row in text, row

@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import ValidationError
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.proportion import proportion_confint
 
 from gama_utils.core.metrics import PAPER_METRIC_KEYS, metrics
 from gama_utils.core.rubric import evaluator_model
@@ -42,7 +43,11 @@ STYLES = ("harsh", "firm", "mixed", "gentle", "neutral", "refusal", "sides_with_
 RECORD_FIELDS = ("id", "style_of_answer", "answer", "scores")
 ORDERED_STYLES = ("harsh", "gentle")
 BLAME = ("full", "partial", "none")
-DIGITS = 4
+N_BOOT = 2000
+LEVEL = 0.95
+INTERVALS = (f"{LEVEL:.0%} intervals (ci): Clopper-Pearson for accuracy, exact and within_1; percentile bootstrap over "
+             f"the answers ({N_BOOT} resamples, seed 0) for pearson_r, spearman_r, kappa, mae, mean_abs_diff and "
+             "mean_signed_diff")
 Judge = Callable[[str], dict]
 METRIC_VALUES: dict[str, Callable[[dict], float]] = {
     "puni": lambda s: len(s["punitive_terms"]), "ther": lambda s: len(s["therapeutic_terms"]),
@@ -132,33 +137,104 @@ def _overlaps(span: tuple[int, int] | None, others: list[tuple[int, int] | None]
 
 
 def _number(value: float) -> float | None:
-    return None if value is None or math.isnan(value) else round(float(value), DIGITS)
+    return None if value is None or math.isnan(value) else float(value)
 
 
-def count_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
-    """Pearson and Spearman r, mean absolute and signed (judge − hand) difference, and both means."""
+def resamples(n: int, n_boot: int, seed: int | np.random.Generator = 0) -> np.ndarray:
+    """Row indices of `n_boot` bootstrap resamples of `n` items (n_boot × n)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def _interval(values: np.ndarray) -> list[float] | None:
+    """The central LEVEL percentile interval of bootstrap values (NaN resamples left out); None without any."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return None
+    tail = 100 * (1 - LEVEL) / 2
+    return [float(v) for v in np.percentile(values, [tail, 100 - tail])]
+
+
+def exact_interval(successes: int, n: int) -> list[float] | None:
+    """Clopper-Pearson LEVEL interval of a share successes / n (None for n = 0)."""
+    if n == 0:
+        return None
+    low, high = proportion_confint(int(successes), int(n), alpha=1 - LEVEL, method="beta")
+    return [float(low), float(high)]
+
+
+def rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair of two (k × n) arrays; NaN where a row is constant."""
+    a, b = a - a.mean(axis=1, keepdims=True), b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=1) / np.sqrt((a ** 2).sum(axis=1) * (b ** 2).sum(axis=1))
+
+
+def rowwise_kappa(hand: np.ndarray, judge: np.ndarray, k: int) -> np.ndarray:
+    """Cohen's κ of each row pair of two (m × n) arrays of category codes 0..k−1; NaN where it is undefined."""
+    n = hand.shape[1]
+    table = np.einsum("mia,mib->mab", np.eye(k)[hand], np.eye(k)[judge])
+    observed = np.trace(table, axis1=1, axis2=2) / n
+    expected = (table.sum(axis=2) * table.sum(axis=1)).sum(axis=1) / n ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
+
+
+def _pairs(hand: Sequence[float], judge: Sequence[float], n_boot: int, seed: int | np.random.Generator
+           ) -> tuple[np.ndarray, np.ndarray]:
+    h, j = np.asarray(hand, dtype=float), np.asarray(judge, dtype=float)
+    rows = resamples(len(h), n_boot, seed)
+    return h[rows], j[rows]
+
+
+def count_agreement(hand: Sequence[float], judge: Sequence[float], n_boot: int = 0,
+                    seed: int | np.random.Generator = 0) -> dict:
+    """Pearson and Spearman r, mean absolute and signed (judge − hand) difference, and both means.
+
+    With `n_boot` > 0 the figures' bootstrap intervals over the items are added under "ci".
+    """
     h, j = np.asarray(hand, dtype=float), np.asarray(judge, dtype=float)
     constant = len(h) < 2 or h.std() == 0 or j.std() == 0
-    return {
+    out: dict[str, Any] = {
         "n": len(h),
         "pearson_r": None if constant else _number(stats.pearsonr(h, j)[0]),
         "spearman_r": None if constant else _number(stats.spearmanr(h, j)[0]),
         "mean_abs_diff": _number(np.abs(j - h).mean()), "mean_signed_diff": _number((j - h).mean()),
         "hand_mean": _number(h.mean()), "judge_mean": _number(j.mean()),
     }
+    if n_boot:
+        bh, bj = _pairs(h, j, n_boot, seed)
+        out["ci"] = {"pearson_r": _interval(rowwise_pearson(bh, bj)),
+                     "spearman_r": _interval(rowwise_pearson(stats.rankdata(bh, axis=1), stats.rankdata(bj, axis=1))),
+                     "mean_abs_diff": _interval(np.abs(bj - bh).mean(axis=1)),
+                     "mean_signed_diff": _interval((bj - bh).mean(axis=1))}
+    return out
 
 
-def rating_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
-    """Severity: exact and within-1 agreement, MAE, Spearman r, and the hand × judge table (levels 1-5)."""
+def rating_agreement(hand: Sequence[float], judge: Sequence[float], n_boot: int = 0,
+                     seed: int | np.random.Generator = 0) -> dict:
+    """Severity: exact and within-1 agreement, MAE, Spearman r, and the hand × judge table (levels 1-5).
+
+    With `n_boot` > 0 the intervals are added under "ci" (exact ones for the two shares).
+    """
     h, j = np.asarray(hand), np.asarray(judge)
     constant = len(h) < 2 or h.std() == 0 or j.std() == 0
-    return {
+    out: dict[str, Any] = {
         "n": len(h), "exact": _number((h == j).mean()), "within_1": _number((np.abs(h - j) <= 1).mean()),
         "mae": _number(np.abs(h - j).mean()), "mean_signed_diff": _number((j - h).mean()),
         "spearman_r": None if constant else _number(stats.spearmanr(h, j)[0]),
         "hand_mean": _number(h.mean()), "judge_mean": _number(j.mean()),
         "table": {str(a): {str(b): int(((h == a) & (j == b)).sum()) for b in range(1, 6)} for a in range(1, 6)},
     }
+    if n_boot:
+        bh, bj = _pairs(h, j, n_boot, seed)
+        out["ci"] = {"exact": exact_interval(int((h == j).sum()), len(h)),
+                     "within_1": exact_interval(int((np.abs(h - j) <= 1).sum()), len(h)),
+                     "mae": _interval(np.abs(bj - bh).mean(axis=1)),
+                     "mean_signed_diff": _interval((bj - bh).mean(axis=1)),
+                     "spearman_r": _interval(rowwise_pearson(stats.rankdata(bh, axis=1), stats.rankdata(bj, axis=1)))}
+    return out
 
 
 def _kappa(hand: Sequence, judge: Sequence, labels: Sequence) -> float | None:
@@ -167,26 +243,48 @@ def _kappa(hand: Sequence, judge: Sequence, labels: Sequence) -> float | None:
     return _number(cohen_kappa_score(list(hand), list(judge), labels=list(labels)))
 
 
-def rate_agreement(hand: Sequence[float], judge: Sequence[float]) -> dict:
-    """A yes/no metric (booleans or 0/1): accuracy, Cohen's kappa, the four confusion counts and both rates."""
+def _kappa_interval(hand: Sequence, judge: Sequence, labels: Sequence, n_boot: int,
+                    seed: int | np.random.Generator) -> list[float] | None:
+    code = {label: i for i, label in enumerate(labels)}
+    h, j = np.array([code[x] for x in hand]), np.array([code[x] for x in judge])
+    rows = resamples(len(h), n_boot, seed)
+    return _interval(rowwise_kappa(h[rows], j[rows], len(labels)))
+
+
+def rate_agreement(hand: Sequence[float], judge: Sequence[float], n_boot: int = 0,
+                   seed: int | np.random.Generator = 0) -> dict:
+    """A yes/no metric (booleans or 0/1): accuracy, Cohen's kappa, the four confusion counts and both rates.
+
+    With `n_boot` > 0: "ci" with the exact interval of the accuracy and the bootstrap interval of κ.
+    """
     h, j = [bool(x) for x in hand], [bool(x) for x in judge]
     both = sum(a and b for a, b in zip(h, j))
     neither = sum(not a and not b for a, b in zip(h, j))
-    return {
+    out: dict[str, Any] = {
         "n": len(h), "accuracy": _number((both + neither) / len(h)), "kappa": _kappa(h, j, [False, True]),
         "both_true": both, "judge_only": sum(b and not a for a, b in zip(h, j)),
         "hand_only": sum(a and not b for a, b in zip(h, j)), "both_false": neither,
         "hand_rate": _number(sum(h) / len(h)), "judge_rate": _number(sum(j) / len(j)),
     }
+    if n_boot:
+        out["ci"] = {"accuracy": exact_interval(both + neither, len(h)),
+                     "kappa": _kappa_interval(h, j, [False, True], n_boot, seed)}
+    return out
 
 
-def blame_agreement(hand: Sequence[str], judge: Sequence[str]) -> dict:
-    """Blame in three classes: accuracy, Cohen's kappa and the hand × judge table."""
-    return {
-        "n": len(hand), "accuracy": _number(sum(a == b for a, b in zip(hand, judge)) / len(hand)),
+def blame_agreement(hand: Sequence[str], judge: Sequence[str], n_boot: int = 0,
+                    seed: int | np.random.Generator = 0) -> dict:
+    """Blame in three classes: accuracy, Cohen's kappa and the hand × judge table (with `n_boot`: "ci")."""
+    same = sum(a == b for a, b in zip(hand, judge))
+    out: dict[str, Any] = {
+        "n": len(hand), "accuracy": _number(same / len(hand)),
         "kappa": _kappa(hand, judge, BLAME),
         "table": {a: {b: sum(x == a and y == b for x, y in zip(hand, judge)) for b in BLAME} for a in BLAME},
     }
+    if n_boot:
+        out["ci"] = {"accuracy": exact_interval(same, len(hand)),
+                     "kappa": _kappa_interval(hand, judge, BLAME, n_boot, seed)}
+    return out
 
 
 def term_agreement(answers: Sequence[str], hand: Sequence[list[str]],
@@ -221,11 +319,12 @@ def ordering(styles: Sequence[str], hand: Sequence[float], judge: Sequence[float
     return {**counts, "share_same": _number(counts["same"] / ordered) if ordered else None}
 
 
-def agreement(records: Sequence[dict], judge: Judge | None = None) -> dict:
-    """Every per-metric agreement figure between the records' hand scores and a judge's readings.
+def agreement(records: Sequence[dict], judge: Judge | None = None, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """Every per-metric agreement figure between the records' hand scores and a judge's readings, with intervals.
 
     The judge defaults to the lexicon, whose terms are placed by their exact offsets; another
-    judge's terms are located in the answer by their text (locate_terms).
+    judge's terms are located in the answer by their text (locate_terms). Each metric's bootstrap
+    resamples the same answers (one seed for all), so the intervals are over the same resampled items.
     """
     answers = [r["answer"] for r in records]
     hand = [r["scores"] for r in records]
@@ -238,14 +337,15 @@ def agreement(records: Sequence[dict], judge: Judge | None = None) -> dict:
                  for a, s in zip(answers, read)]
     styles = [r["style_of_answer"] for r in records]
     value = {m: ([f(s) for s in hand], [f(s) for s in read]) for m, f in METRIC_VALUES.items()}
-    out: dict[str, Any] = {"n": len(records)}
+    out: dict[str, Any] = {"n": len(records), "intervals": INTERVALS if n_boot else None}
     for i, (metric, field) in enumerate((("puni", "punitive_terms"), ("ther", "therapeutic_terms"))):
-        out[metric] = {**count_agreement(*value[metric]),
+        out[metric] = {**count_agreement(*value[metric], n_boot=n_boot, seed=seed),
                        "terms": term_agreement(answers, [s[field] for s in hand], [sp[i] for sp in spans])}
-    out["sev"] = rating_agreement(*value["sev"])
+    out["sev"] = rating_agreement(*value["sev"], n_boot=n_boot, seed=seed)
     for metric in ("emp_agg", "instr", "full_bl"):
-        out[metric] = rate_agreement(*value[metric])
-    out["blame"] = blame_agreement([s["blame_attribution"] for s in hand], [s["blame_attribution"] for s in read])
+        out[metric] = rate_agreement(*value[metric], n_boot=n_boot, seed=seed)
+    out["blame"] = blame_agreement([s["blame_attribution"] for s in hand], [s["blame_attribution"] for s in read],
+                                   n_boot=n_boot, seed=seed)
     out["ordering"] = {"styles": list(ORDERED_STYLES),
                        **{m: ordering(styles, *value[m]) for m in METRIC_VALUES}}
     return out
@@ -282,31 +382,44 @@ def measure(reference: Path = REFERENCE, judge: Judge | None = None) -> dict:
     }
 
 
+def figure(block: dict, name: str, percent: bool = False) -> str:
+    """One agreement figure as shown: two decimals (or a whole percentage) with its 95% interval when stored."""
+    value = block.get(name)
+    if value is None:
+        return "undefined"
+
+    def show(x: float) -> str:
+        return f"{x:.0%}" if percent else f"{x:.2f}"
+
+    interval = (block.get("ci") or {}).get(name)
+    return f"{show(value)} [{show(interval[0])}, {show(interval[1])}]" if interval else show(value)
+
+
 def summary(result: dict) -> str:
-    """The headline figures as a Markdown table."""
+    """The headline figures as a Markdown table (numbers formatted here, with their 95% intervals in brackets)."""
     a = result["agreement"]
     order = a["ordering"]
     rows = [
-        ("Puni.", f"Pearson {a['puni']['pearson_r']}, Spearman {a['puni']['spearman_r']}, mean abs. Δ "
-                  f"{a['puni']['mean_abs_diff']}, mean Δ {a['puni']['mean_signed_diff']}; terms found "
-                  f"{a['puni']['terms']['found']}/{a['puni']['terms']['hand_terms']}, confirmed "
-                  f"{a['puni']['terms']['confirmed']}/{a['puni']['terms']['judge_terms']}"),
-        ("Ther.", f"Pearson {a['ther']['pearson_r']}, Spearman {a['ther']['spearman_r']}, mean abs. Δ "
-                  f"{a['ther']['mean_abs_diff']}, mean Δ {a['ther']['mean_signed_diff']}; terms found "
-                  f"{a['ther']['terms']['found']}/{a['ther']['terms']['hand_terms']}, confirmed "
-                  f"{a['ther']['terms']['confirmed']}/{a['ther']['terms']['judge_terms']}"),
-        ("Sev.", f"exact {a['sev']['exact']}, within 1 {a['sev']['within_1']}, MAE {a['sev']['mae']}, "
-                 f"Spearman {a['sev']['spearman_r']}"),
-        *[(label, f"accuracy {a[m]['accuracy']}, kappa {a[m]['kappa']}; both yes {a[m]['both_true']}, judge only "
-                  f"{a[m]['judge_only']}, hand only {a[m]['hand_only']}, both no {a[m]['both_false']}")
+        *[(label, f"Pearson {figure(a[m], 'pearson_r')}, Spearman {figure(a[m], 'spearman_r')}, mean abs. Δ "
+                  f"{figure(a[m], 'mean_abs_diff')}, mean Δ {figure(a[m], 'mean_signed_diff')}; terms found "
+                  f"{a[m]['terms']['found']}/{a[m]['terms']['hand_terms']}, confirmed "
+                  f"{a[m]['terms']['confirmed']}/{a[m]['terms']['judge_terms']}")
+          for m, label in (("puni", "Puni."), ("ther", "Ther."))],
+        ("Sev.", f"exact {figure(a['sev'], 'exact', True)}, within 1 {figure(a['sev'], 'within_1', True)}, MAE "
+                 f"{figure(a['sev'], 'mae')}, Spearman {figure(a['sev'], 'spearman_r')}"),
+        *[(label, f"accuracy {figure(a[m], 'accuracy', True)}, kappa {figure(a[m], 'kappa')}; both yes "
+                  f"{a[m]['both_true']}, judge only {a[m]['judge_only']}, hand only {a[m]['hand_only']}, both no "
+                  f"{a[m]['both_false']}")
           for m, label in (("emp_agg", "Emp.-Agg."), ("instr", "Instr."), ("full_bl", "Full-Bl."))],
-        ("Blame (3 classes)", f"accuracy {a['blame']['accuracy']}, kappa {a['blame']['kappa']}"),
+        ("Blame (3 classes)", f"accuracy {figure(a['blame'], 'accuracy', True)}, kappa {figure(a['blame'], 'kappa')}"),
         *[(f"{label}: {' vs '.join(order['styles'])} order",
            f"{order[m]['same']} same / {order[m]['judge_tied']} tied / {order[m]['reversed']} reversed "
            f"of {order[m]['pairs'] - order[m]['hand_tied']} hand-ordered pairs")
           for m, label in (("puni", "Puni."), ("instr", "Instr."), ("full_bl", "Full-Bl."))],
     ]
     head = f"{a['n']} answers of {result['reference']['path']}; lexicon version {result['lexicon']['version'][:12]}"
+    if a.get("intervals"):
+        head += f"; in brackets: {a['intervals']}"
     return "\n".join([head, "", "| metric | agreement |", "| --- | --- |", *[f"| {k} | {v} |" for k, v in rows]])
 
 
