@@ -181,8 +181,8 @@ def rowwise_kappa(hand: np.ndarray, judge: np.ndarray, k: int) -> np.ndarray:
         return np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
 
 
-def _pairs(hand: Sequence[float], judge: Sequence[float], n_boot: int, seed: int | np.random.Generator
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(hand: Sequence[float] | np.ndarray, judge: Sequence[float] | np.ndarray, n_boot: int,
+           seed: int | np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     h, j = np.asarray(hand, dtype=float), np.asarray(judge, dtype=float)
     rows = resamples(len(h), n_boot, seed)
     return h[rows], j[rows]
