@@ -82,3 +82,66 @@ def test_bad_input() -> None:
     assert (out["n_cells"], out["n_without_delta"], out["direction_agreement"], out["mean_abs_diff"]) == (4, 1, 1.0, 0)
     nothing = evaluator_agreement(cells([np.nan] * 5), good)
     assert nothing["n_cells"] == 0 and nothing["n_without_delta"] == 5 and np.isnan(nothing["mean_abs_diff"])
+
+
+def test_agreement_intervals_are_clopper_pearson_and_a_bootstrap_over_cells() -> None:
+    """Paper tables: direction 115/118 → scipy's exact binomial interval; r and mean |ΔA − ΔB| inside their bootstrap
+    intervals, which match percentiles of numpy resamples of the 120 cells drawn here with the same generator."""
+    from scipy.stats import binomtest
+
+    a, b = paper.main_results("Gemini-3-Pro"), paper.main_results("GPT-5.4")
+    out = evaluator_agreement(a, b, n_boot=500, seed=3)
+    exact = binomtest(115, 118).proportion_ci(0.95, method="exact")
+    assert (out["direction_ci_low"], out["direction_ci_high"]) == pytest.approx((exact.low, exact.high))
+    merged = a[["model", "track", "metric", "delta"]].merge(b[["model", "track", "metric", "delta"]],
+                                                            on=["model", "track", "metric"])
+    rows = np.random.default_rng(3).integers(0, len(merged), size=(500, len(merged)))
+    x, y = merged["delta_x"].to_numpy(), merged["delta_y"].to_numpy()
+    r = [np.corrcoef(x[i], y[i])[0, 1] for i in rows]
+    mad = [np.abs(x[i] - y[i]).mean() for i in rows]
+    assert (out["pearson_ci_low"], out["pearson_ci_high"]) == pytest.approx(tuple(np.percentile(r, [2.5, 97.5])))
+    assert (out["mean_abs_diff_ci_low"], out["mean_abs_diff_ci_high"]) == pytest.approx(
+        tuple(np.percentile(mad, [2.5, 97.5])))
+    assert out["pearson_ci_low"] <= out["pearson_r"] <= out["pearson_ci_high"]
+
+
+def two_judges() -> tuple[dict, dict]:
+    """Model M, 6 intimate pairs. Judge A: Puni. male 1 2 3 1 2 3, female 2 2 4 3 2 5 (d = 1 0 1 2 0 2, Δ = 1).
+    Judge B reads one more punitive term in every female answer (d + 1, Δ = 2) and one term fewer in the male
+    answers of pairs 0-2 (d + 2 there): per pair e = d_B − d_A = 2 2 2 1 1 1, difference 1.5."""
+    from test_gaps import evaluation_rows
+
+    male_a, female_a = [1, 2, 3, 1, 2, 3], [2, 2, 4, 3, 2, 5]
+    male_b, female_b = [0, 1, 2, 1, 2, 3], [3, 3, 5, 4, 3, 6]
+    frames = {}
+    for judge, male, female in (("A", male_a, female_a), ("B", male_b, female_b)):
+        frames[judge] = pd.concat([evaluation_rows("M", "male", {"punitive_count": male}),
+                                   evaluation_rows("M", "female", {"punitive_count": female})],
+                                  ignore_index=True).assign(evaluator=judge)
+    gaps = {"A": pd.DataFrame({"model": "M", "track": "intimate", "metric": ["puni", "ther"],
+                               "comparison": "female-male", "delta": [1.0, 0.5], "p_holm": [0.01, 0.2]}),
+            "B": pd.DataFrame({"model": "M", "track": "intimate", "metric": ["puni", "ther"],
+                               "comparison": "female-male", "delta": [2.5, -0.5], "p_holm": [0.2, 0.3]})}
+    return frames, gaps
+
+
+@pytest.mark.usefixtures("paper_metrics_only")
+def test_judge_sensitivity_by_hand() -> None:
+    from gama_utils.analysis.robustness import judge_sensitivity, sensitivity_summary
+
+    frames, gaps = two_judges()
+    table = judge_sensitivity(frames, gaps, "A", n_boot=400).set_index("metric")
+    puni = table.loc["puni"]
+    assert (puni["judge_a"], puni["judge_b"], puni["n_pairs"]) == ("A", "B", 6)
+    assert (puni["delta_a"], puni["delta_b"], puni["difference"]) == pytest.approx((1.0, 2.5, 1.5))
+    # e is 2 or 1: every resample's mean lies in [1, 2], and the CI covers 1.5
+    assert 1 <= puni["ci_low"] <= 1.5 <= puni["ci_high"] <= 2
+    # Puni.: same sign, Holm significant under A only; Ther.: the signs of the two judges' gaps differ
+    assert (puni["sign_changes"], puni["holm_changes"], puni["conclusion_changes"]) == (False, True, True)
+    ther = table.loc["ther"]
+    assert (ther["difference"], ther["ci_low"], ther["ci_high"]) == (0.0, 0.0, 0.0)  # every other metric agrees
+    assert (ther["sign_changes"], ther["holm_changes"]) == (True, False)
+    summary = sensitivity_summary(table.reset_index()).iloc[0]
+    assert (summary["conclusion_changes"], summary["ci_excludes_0"]) == (2, 1)
+    with pytest.raises(ValueError, match="reference judge 'C'"):
+        judge_sensitivity(frames, gaps, "C")

@@ -1,12 +1,26 @@
-"""Robustness of the gender gaps to the choice of evaluator (paper §4.4, Fig 10, Tables 10-11)."""
+"""Robustness of the gender gaps to the choice of evaluator (paper §4.4, Fig 10, Tables 10-11).
+
+`evaluator_agreement` compares two judges' Δ over the model × track × metric cells, each figure with a
+95% interval (Clopper-Pearson for the direction agreement, a bootstrap over the cells for r and the
+mean |ΔA − ΔB|; the cells share models and prompts, so these are a guide, not exact coverage).
+`judge_sensitivity` puts the judge's uncertainty into each gap: the cell's Δ under each judge over
+the pairs both scored, their difference with a paired bootstrap CI, and whether the conclusion (the
+sign, or the Holm decision) changes with the judge.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.stats import pearsonr
 
+from gama_utils.analysis import gaps as gap_stats
+from gama_utils.analysis import stats
+from gama_utils.core.metrics import metric_keys
 from gama_utils.core.schema import require
+from gama_utils.judge.lexicon_agreement import exact_interval, resamples, rowwise_pearson
 
 CELL_KEYS = ("model", "track", "metric")
 
@@ -23,7 +37,8 @@ def _cells(df: pd.DataFrame, name: str) -> pd.DataFrame:
     return cells
 
 
-def evaluator_agreement(a: pd.DataFrame, b: pd.DataFrame, *, signed_zeros: bool = False) -> dict[str, float | int]:
+def evaluator_agreement(a: pd.DataFrame, b: pd.DataFrame, *, signed_zeros: bool = False, n_boot: int = 2000,
+                        seed: int = 0, level: float = 0.95) -> dict[str, float | int]:
     """Agreement of two evaluators' gaps Δ over their shared (model, track, metric) cells.
 
     Returns direction_agreement (share of cells whose two Δs have the same sign, over the
@@ -39,6 +54,9 @@ def evaluator_agreement(a: pd.DataFrame, b: pd.DataFrame, *, signed_zeros: bool 
     signed_zeros gives 117/120 = 0.975 exactly. Recomputing Δ as female − male from the printed
     means instead gives 0.9746, 0.9601 and 1.7939, which misses the reported 1.80 (see
     data/paper/README.md), so the paper's figures come from the printed Δ column.
+
+    Intervals (`level`): direction_ci_low/high are Clopper-Pearson on the agreeing cells; pearson_ci_low/high
+    and mean_abs_diff_ci_low/high the percentile bootstrap over the aligned cells (`n_boot` resamples, 0: none).
     """
     shared = _cells(a, "a").merge(_cells(b, "b"), on=list(CELL_KEYS), suffixes=("_a", "_b"))
     if shared.empty:
@@ -51,11 +69,100 @@ def evaluator_agreement(a: pd.DataFrame, b: pd.DataFrame, *, signed_zeros: bool 
         same_direction = np.signbit(delta_a) == np.signbit(delta_b)
     else:
         same_direction = (np.sign(delta_a) == np.sign(delta_b))[nonzero]
+    direction = exact_interval(int(same_direction.sum()), int(same_direction.size), level) or [np.nan, np.nan]
+    pearson, mad = [np.nan, np.nan], [np.nan, np.nan]
+    if n_boot and len(merged) >= 2:
+        rows = resamples(len(merged), n_boot, seed)
+        tail = 100 * (1 - level) / 2
+        r = rowwise_pearson(delta_a[rows], delta_b[rows])
+        pearson = list(np.nanpercentile(r, [tail, 100 - tail])) if np.isfinite(r).any() else pearson
+        mad = list(np.percentile(np.abs(delta_a - delta_b)[rows].mean(axis=1), [tail, 100 - tail]))
     return {
         "direction_agreement": float(same_direction.mean()) if same_direction.size else float("nan"),
+        "direction_ci_low": float(direction[0]), "direction_ci_high": float(direction[1]),
         "pearson_r": float(pearsonr(delta_a, delta_b).statistic) if len(merged) >= 2 else float("nan"),
+        "pearson_ci_low": float(pearson[0]), "pearson_ci_high": float(pearson[1]),
         "mean_abs_diff": float(np.abs(delta_a - delta_b).mean()) if len(merged) else float("nan"),
+        "mean_abs_diff_ci_low": float(mad[0]), "mean_abs_diff_ci_high": float(mad[1]),
         "n_cells": int(len(merged)),
         "n_nonzero": int(nonzero.sum()),
         "n_without_delta": int(len(shared) - len(merged)),
     }
+
+
+SENSITIVITY_COLUMNS = ("judge_a", "judge_b", "model", "track", "metric", "n_pairs", "delta_a", "delta_b", "difference",
+                       "ci_low", "ci_high", "p_holm_a", "p_holm_b", "sign_changes", "holm_changes",
+                       "conclusion_changes", "simulated")
+
+
+def judge_sensitivity(evaluations: Mapping[str, pd.DataFrame], gaps: Mapping[str, pd.DataFrame], reference: str,
+                      n_boot: int = 2000, seed: int = 0, level: float = 0.95, alpha: float = 0.05) -> pd.DataFrame:
+    """How much each cell's Δ moves when the judge changes: every other judge against `reference`.
+
+    `evaluations` maps a judge's name to the (sighted) evaluations it gave the same answers, `gaps` to its
+    `paired_gaps` (female − male rows used). Per judge × model × track × metric, over the pairs both
+    judges scored validly in both arms (n_pairs): delta_a and delta_b (the reference's and the other
+    judge's Δ on those pairs), difference = delta_b − delta_a with a percentile bootstrap CI resampling
+    those pairs (paired: both judges read the same answers), the two judges' Holm p from their own gaps,
+    and the flags: sign_changes (the two gaps' Δ have opposite signs, neither 0), holm_changes (one is
+    significant at `alpha` after Holm and the other not), conclusion_changes (either). Columns
+    SENSITIVITY_COLUMNS.
+    """
+    if reference not in evaluations:
+        raise ValueError(f"judge_sensitivity: no evaluations of the reference judge {reference!r}; judges: "
+                         f"{', '.join(evaluations)}")
+    metrics = metric_keys()
+    keys = ["model", "track", "pair_id", "metric"]
+
+    def per_pair(name: str) -> pd.DataFrame:
+        rows = gap_stats.per_pair(evaluations[name], metrics=metrics)
+        return rows.assign(d=rows["female"] - rows["male"])[[*keys, "d", "simulated"]]
+
+    def tested(name: str) -> pd.DataFrame:
+        if name not in gaps:
+            raise ValueError(f"judge_sensitivity: no gaps of judge {name!r}")
+        rows = gaps[name]
+        rows = rows[rows["comparison"] == gap_stats.PAPER_COMPARISON] if "comparison" in rows.columns else rows
+        return rows.set_index(["model", "track", "metric"])[["delta", "p_holm"]]
+
+    reference_pairs, reference_gaps = per_pair(reference), tested(reference)
+    out = []
+    for name in [n for n in evaluations if n != reference]:
+        both = reference_pairs.merge(per_pair(name), on=keys, suffixes=("_a", "_b"))
+        both["e"] = both["d_b"] - both["d_a"]
+        both["simulated"] = both["simulated_a"] | both["simulated_b"]
+        decisions = reference_gaps.merge(tested(name), left_index=True, right_index=True, suffixes=("_a", "_b"))
+        for (model, track), cell in both.groupby(["model", "track"], sort=True):
+            wide = cell.pivot(index="pair_id", columns="metric", values=["e", "d_a", "d_b"])
+            present = [m for m in metrics if m in wide["e"].columns]
+            low, high = stats.bootstrap_ci(wide["e"][present].to_numpy(float), n_boot,
+                                           stats.cell_seed(seed, (name, model, track)), level)
+            for j, key in enumerate(present):
+                shared = wide["e"][key].notna()
+                gap = decisions.loc[(model, track, key)] if (model, track, key) in decisions.index else None
+                delta_a, delta_b = (gap["delta_a"], gap["delta_b"]) if gap is not None else (np.nan, np.nan)
+                p_a, p_b = (gap["p_holm_a"], gap["p_holm_b"]) if gap is not None else (np.nan, np.nan)
+                sign = bool(delta_a * delta_b < 0)
+                holm = bool(np.isfinite(p_a) and np.isfinite(p_b) and (p_a < alpha) != (p_b < alpha))
+                out.append({"judge_a": reference, "judge_b": name, "model": model, "track": track, "metric": key,
+                            "n_pairs": int(shared.sum()), "delta_a": float(wide["d_a"][key][shared].mean()),
+                            "delta_b": float(wide["d_b"][key][shared].mean()),
+                            "difference": float(wide["e"][key][shared].mean()), "ci_low": low[j], "ci_high": high[j],
+                            "p_holm_a": p_a, "p_holm_b": p_b, "sign_changes": sign, "holm_changes": holm,
+                            "conclusion_changes": sign or holm, "simulated": bool(cell["simulated"].any())})
+    table = pd.DataFrame(out, columns=list(SENSITIVITY_COLUMNS))
+    table.attrs["simulated"] = bool(table["simulated"].any()) if len(table) else False
+    return table
+
+
+def sensitivity_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per judge pair and track: cells, how many change their conclusion (sign, Holm decision) with the judge,
+    and how many differences' CIs exclude 0."""
+    require(table, ("judge_a", "judge_b", "track", "difference", "ci_low", "ci_high", "sign_changes",
+                    "holm_changes", "conclusion_changes"), "judge sensitivity")
+    rows = table.assign(moved=(table["ci_low"] > 0) | (table["ci_high"] < 0))
+    summary = rows.groupby(["judge_a", "judge_b", "track"], sort=False).agg(
+        cells=("difference", "size"), sign_changes=("sign_changes", "sum"), holm_changes=("holm_changes", "sum"),
+        conclusion_changes=("conclusion_changes", "sum"), ci_excludes_0=("moved", "sum")).reset_index()
+    summary.attrs["simulated"] = table.attrs.get("simulated", False)
+    return summary

@@ -156,11 +156,11 @@ def _interval(values: np.ndarray) -> list[float] | None:
     return [float(v) for v in np.percentile(values, [tail, 100 - tail])]
 
 
-def exact_interval(successes: int, n: int) -> list[float] | None:
-    """Clopper-Pearson LEVEL interval of a share successes / n (None for n = 0)."""
+def exact_interval(successes: int, n: int, level: float = LEVEL) -> list[float] | None:
+    """Clopper-Pearson `level` interval of a share successes / n (None for n = 0)."""
     if n == 0:
         return None
-    low, high = proportion_confint(int(successes), int(n), alpha=1 - LEVEL, method="beta")
+    low, high = proportion_confint(int(successes), int(n), alpha=1 - level, method="beta")
     return [float(low), float(high)]
 
 
