@@ -80,7 +80,7 @@ def test_size_trend_is_weighted_least_squares_with_a_bootstrap_ci():
     weights = np.array([x.size / x.var(ddof=1) for x in d])
     expected = np.polyfit(np.log2(list(SIZES.values())), deltas, 1, w=np.sqrt(weights))[0]
     assert row["slope"] == pytest.approx(expected, rel=1e-10)
-    assert row["ci_low"] < -0.5 < row["ci_high"] and row["p_value"] < 1e-6
+    assert row["ci_low"] < -0.5 < row["ci_high"] and row["p_pairs"] < 1e-6
     assert (row["n_models"], row["sizes"]) == (3, "1B, 4B, 16B")
 
 
@@ -104,3 +104,43 @@ def test_trend_on_a_tiny_run_falls_back_to_equal_weights():
                               metrics=("puni",)).iloc[0]
     # Δ: 2, (0 + 3 + 1 + 0)/4 = 1, (−1 + 0 + 0 + 1)/4 = 0 over log2 sizes 0, 2, 4 → slope −0.5.
     assert row["weighting"].startswith("equal") and row["slope"] == pytest.approx(-0.5)
+
+
+def test_the_trend_at_the_level_of_models_is_a_regression_over_the_variants_with_a_linearity_check():
+    """scipy's linregress over the three variants' Δ (t on 3 − 2 = 1 df), and χ² = Σ w (Δ − WLS fit)² on 1 df."""
+    evaluations = toy_evaluations(300, slope=-0.5, seed=6)
+    row = ablation.size_trend(evaluations, variants(), [SCALE], n_boot=200, seed=0, metrics=("puni",)).iloc[0]
+    d = [per_pair_d(evaluations, m) for m in SIZES]
+    deltas = np.array([x.mean() for x in d])
+    x = np.log2(list(SIZES.values()))
+    fit = scipy_stats.linregress(x, deltas)
+    assert (row["slope_models"], row["se_models"], row["p_value"]) == pytest.approx((fit.slope, fit.stderr,
+                                                                                     fit.pvalue), rel=1e-9)
+    half = scipy_stats.t.ppf(0.975, 1) * fit.stderr
+    assert (row["ci_low_models"], row["ci_high_models"]) == pytest.approx((fit.slope - half, fit.slope + half))
+    weights = np.array([v.size / v.var(ddof=1) for v in d])
+    line = np.polyfit(x, deltas, 1, w=np.sqrt(weights))
+    chi2 = float(np.sum(weights * (deltas - np.polyval(line, x)) ** 2))
+    assert row["df"] == 1 and row["chi2_linearity"] == pytest.approx(chi2, rel=1e-9)
+    assert row["p_linearity"] == pytest.approx(scipy_stats.chi2.sf(chi2, 1))
+
+
+def test_claims_are_one_holm_family_and_say_which_claim_each_trend_supports():
+    """Made-up p: the family is the four differences and the three trends together (statsmodels' Holm over all
+    seven); a trend significant after Holm on a line reads as a trend, off the line as not straight; a trend
+    that is not, with a significant difference in its cell or a bad line, reads as variants differing."""
+    cell = {"comparison": "Scale", "track": "intimate"}
+    differences = pd.DataFrame([{**cell, "metric": m, "p_value": p}
+                                for m, p in (("puni", 0.001), ("ther", 0.4), ("sev", 0.5), ("instr", 0.3))])
+    trend = pd.DataFrame([{**cell, "metric": "puni", "p_value": 0.2, "p_linearity": 0.5},
+                          {**cell, "metric": "ther", "p_value": 0.0001, "p_linearity": 0.6},
+                          {**cell, "metric": "sev", "p_value": 0.0002, "p_linearity": 0.001},
+                          {**cell, "metric": "instr", "p_value": 0.3, "p_linearity": 0.01},
+                          {**cell, "metric": "full_bl", "p_value": 0.3, "p_linearity": 0.4}])
+    d, t = ablation.claims(differences, trend)
+    expected = multipletests([0.001, 0.4, 0.5, 0.3, 0.2, 0.0001, 0.0002, 0.3, 0.3], method="holm")[1]
+    assert list(d["p_holm"]) + list(t["p_holm"]) == pytest.approx(list(expected))
+    assert set(d["holm_family_size"]) == set(t["holm_family_size"]) == {9}
+    differ, trend_, bent, nothing = ("variants differ, no trend with size", "trend with size",
+                                     "trend, not a straight line", "no evidence of a change")
+    assert list(t["reading"]) == [differ, trend_, bent, differ, nothing]

@@ -14,7 +14,7 @@ import statsmodels.api as sm
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from gama_utils.analysis import paper
+from gama_utils.analysis import ablation, paper
 from gama_utils.bench import publication
 from gama_utils.bench.compilation import METADATA_COLUMNS
 from gama_utils.bench.mirror import compile_pair
@@ -243,10 +243,13 @@ def test_ablation_differences_are_paired_changes_with_holm_across_rows(offline_r
         ["model", "track", "metric"])
     assert set(differences.axis) == {"Scale", "Post-training", "Reasoning mode"}
     np.testing.assert_allclose(differences.difference, differences.delta_to - differences.delta_from, atol=1e-12)
+    trend = _csv(offline_run, "ablation_trend")
     tested = differences.p_value.notna()  # a metric no pair differs on has no test and leaves the Holm family
     assert differences.p_holm[~tested].isna().all() and tested.sum() > 10
-    np.testing.assert_allclose(differences.p_holm[tested], multipletests(differences.p_value[tested], method="holm")[1],
-                               rtol=1e-12)
+    family = pd.concat([differences.p_value[tested], trend.p_value.dropna()])  # §4.3: differences and trends together
+    np.testing.assert_allclose(pd.concat([differences.p_holm[tested], trend.p_holm.dropna()]),
+                               multipletests(family, method="holm")[1], rtol=1e-12)
+    assert set(differences.holm_family_size) == set(trend.holm_family_size) == {len(family)}
     for row in differences.itertuples():  # every pair answered by every variant: Δ over shared pairs = the gaps' Δ
         assert row.delta_from == pytest.approx(gaps.loc[(row.from_model, row.track, row.metric), "delta"])
         assert row.delta_to == pytest.approx(gaps.loc[(row.to_model, row.track, row.metric), "delta"])
@@ -266,6 +269,9 @@ def test_ablation_trend_is_the_wls_slope_over_log2_size(offline_run):
     row = _csv(offline_run, "ablation_trend").query("track == 'intimate' and metric == 'puni'").iloc[0]
     assert row.n_models == len(models) and row.weighting == "1/SE²"
     assert row.slope == pytest.approx(slope, rel=1e-9) and row.ci_low <= row.slope <= row.ci_high
+    ols = sm.OLS(d.mean().to_numpy(), sm.add_constant(x)).fit()  # the variants as the units: t on n_models − 2 df
+    assert (row.slope_models, row.p_value) == pytest.approx((ols.params[1], ols.pvalues[1]), rel=1e-9)
+    assert row.reading in ablation.READINGS
 
 
 # ---------------------------------------------------------------- the report and a new notebook

@@ -12,6 +12,17 @@ follow from them, so any family works, not only the paper's Qwen3:
 Beyond per-variant CIs, the claims that scale, post-training or thinking change the gap are tested:
 `gap_differences` (Δ of each variant minus Δ of the one before it, paired over shared pairs) and
 `size_trend` (the change in Δ per doubling of parameters).
+
+Two questions, two units. "These variants differ" is a question about the pairs: the variants answered
+the same prompts, so the paired differences and the pair-level bootstrap of the slope (p_pairs) test it.
+"The gap changes with scale" is a question about models: with a handful of sizes the variants are the
+units, so the trend is the least-squares slope of the variants' Δ on log2 size with its t test on
+n_models − 2 degrees of freedom (p_value), beside a linearity check (the χ² of the variants' Δ around
+the weighted line, on their own sampling variances: a straight line that misses the Δs by many SEs
+fits badly, and then the variants differ without a trend along size). `claims` adjusts the §4.3
+tests as one Holm family (the consecutive differences and the model-level trends together) and
+reads each trend: "trend with size", "trend, not a straight line", "variants differ, no trend with
+size" or "no evidence of a change".
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy import stats as scipy_stats
 
 from gama_utils import llm
 from gama_utils.analysis import gaps, stats
@@ -32,7 +44,8 @@ VARIANT_COLUMNS = ("model", "family", "size_b", "post_training", "thinking", "re
 DIFFERENCE_COLUMNS = ("axis", "comparison", "track", "metric", "from_model", "to_model", "n_pairs", "delta_from",
                       "delta_to", "difference", "ci_low", "ci_high", "se", "p_value")
 TREND_COLUMNS = ("comparison", "track", "metric", "n_models", "sizes", "weighting", "slope", "ci_low", "ci_high", "se",
-                 "p_value")
+                 "p_pairs", "slope_models", "se_models", "ci_low_models", "ci_high_models", "df", "p_value",
+                 "chi2_linearity", "p_linearity")
 
 
 @dataclass(frozen=True)
@@ -195,11 +208,14 @@ def size_trend(evaluations: pd.DataFrame, variants: pd.DataFrame, panels: Sequen
     weights 1/SE² of each Δ (SE = sd(d)/√n; equal weights when some variant's d has no spread, as
     `weighting` says). Its CI and SE come from a bootstrap over pairs that recomputes every variant's
     Δ on the same resampled pairs (the variants answered the same prompts, so their Δ are correlated
-    and WLS's own SE would be wrong); p is the Wald test with that SE, p_holm Holm over every row of
-    the call. With few sizes the CI covers the sampling of pairs, not a departure from a straight
-    line. Variants with fewer than two usable pairs are left out; a cell needs two sizes. Columns:
-    comparison, track, metric, n_models, sizes, weighting, slope, ci_low, ci_high, se, p_value,
-    p_holm, simulated.
+    and WLS's own SE would be wrong); p_pairs is the Wald test with that SE: whether these variants'
+    Δ differ along size, given the pairs. With few sizes that CI covers the sampling of pairs, not a
+    departure from a straight line. At the level of models (the module docstring): slope_models, the
+    OLS slope over the variants with se_models, its t interval and p_value on df = n_models − 2;
+    chi2_linearity = Σ (Δ − fitted)² / SE² around the weighted line and p_linearity (χ² on df). p_holm is
+    Holm over the model-level p of every row of the call (`claims` makes one family with the
+    differences). Variants with fewer than two usable pairs are left out; a cell needs two sizes.
+    Columns: TREND_COLUMNS, p_holm, simulated.
     """
     metrics = tuple(metrics or metric_keys())
     wide = pair_differences(evaluations, metrics)
@@ -221,12 +237,15 @@ def size_trend(evaluations: pd.DataFrame, variants: pd.DataFrame, panels: Sequen
 
 
 def _trend(d: pd.DataFrame, x: np.ndarray, n_boot: int, rng: np.random.Generator, level: float) -> dict:
-    """WLS slope of the columns' mean over x, with its bootstrap CI, SE and Wald p (pairs resampled)."""
+    """WLS slope of the columns' mean over x, with its bootstrap CI, SE and Wald p (pairs resampled), and the
+    model-level OLS slope with its t test and the linearity χ²."""
     values = d.to_numpy(float)
     spread = np.nanvar(values, axis=0, ddof=1)
     weighted = bool((spread > 0).all())
     weights = (~np.isnan(values)).sum(axis=0) / spread if weighted else np.ones(values.shape[1])
-    slope = float(sm.WLS(np.nanmean(values, axis=0), sm.add_constant(x), weights=weights).fit().params[1])
+    deltas = np.nanmean(values, axis=0)
+    wls = sm.WLS(deltas, sm.add_constant(x), weights=weights).fit()
+    slope = float(wls.params[1])
     means = stats.bootstrap_means(values, n_boot, rng)
     centred = x - np.average(x, weights=weights)
     slopes = means @ (weights * centred) / np.sum(weights * centred ** 2)
@@ -235,7 +254,59 @@ def _trend(d: pd.DataFrame, x: np.ndarray, n_boot: int, rng: np.random.Generator
     return {"n_models": d.shape[1], "sizes": ", ".join(f"{2 ** v:g}B" for v in x),
             "weighting": "1/SE²" if weighted else "equal (a variant's d has no spread)", "slope": slope,
             "ci_low": low, "ci_high": high, "se": float(np.nanstd(slopes, ddof=1)) if resampled else np.nan,
-            "p_value": float(stats.bootstrap_wald_p(slope, slopes)[0]) if resampled else np.nan}
+            "p_pairs": float(stats.bootstrap_wald_p(slope, slopes)[0]) if resampled else np.nan,
+            **_model_level(deltas, x, wls.resid, weights if weighted else None, level)}
+
+
+def _model_level(deltas: np.ndarray, x: np.ndarray, residuals: np.ndarray, weights: np.ndarray | None,
+                 level: float) -> dict:
+    """OLS slope of the variants' Δ on x with its t test on k − 2 df; χ² of the weighted residuals on k − 2 df."""
+    df = len(deltas) - 2
+    nan = float("nan")
+    out = {"slope_models": nan, "se_models": nan, "ci_low_models": nan, "ci_high_models": nan, "df": df,
+           "p_value": nan, "chi2_linearity": nan, "p_linearity": nan}
+    if df < 1:
+        return out
+    fit = sm.OLS(deltas, sm.add_constant(x)).fit()
+    interval = fit.conf_int(alpha=1 - level)
+    out.update(slope_models=float(fit.params[1]), se_models=float(fit.bse[1]), ci_low_models=float(interval[1, 0]),
+               ci_high_models=float(interval[1, 1]), p_value=float(fit.pvalues[1]))
+    if weights is not None:
+        chi2 = float(np.sum(weights * residuals ** 2))
+        out.update(chi2_linearity=chi2, p_linearity=float(scipy_stats.chi2.sf(chi2, df)))
+    return out
+
+
+READINGS = ("trend with size", "trend, not a straight line", "variants differ, no trend with size",
+            "no evidence of a change")
+
+
+def claims(differences: pd.DataFrame, trend: pd.DataFrame, alpha: float = 0.05) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """§4.3 as one Holm family: p_holm over the consecutive differences' p and the trends' model-level p together.
+
+    Returns both frames with that p_holm (and holm_family_size), and the trend with `reading` (READINGS):
+    a trend with size when its model-level p_holm < alpha (a straight line when p_linearity ≥ alpha,
+    otherwise not); "variants differ" when it is not, but a consecutive difference of its comparison ×
+    track × metric is significant after Holm or the line misses the variants (p_linearity < alpha);
+    otherwise no evidence. With few sizes (df 2 for four) the model-level test has little power.
+    """
+    p = np.concatenate([differences["p_value"].to_numpy(float), trend["p_value"].to_numpy(float)])
+    adjusted = stats.holm(p)
+    size = int(np.isfinite(p).sum())
+    differences = differences.assign(p_holm=adjusted[:len(differences)], holm_family_size=size)
+    trend = trend.assign(p_holm=adjusted[len(differences):], holm_family_size=size)
+    differs = (differences.assign(significant=differences["p_holm"] < alpha)
+               .groupby(["comparison", "track", "metric"])["significant"].any())
+
+    def reading(row: pd.Series) -> str:
+        if row["p_holm"] < alpha:
+            return READINGS[0] if not row["p_linearity"] < alpha else READINGS[1]
+        if differs.get((row["comparison"], row["track"], row["metric"]), False) or row["p_linearity"] < alpha:
+            return READINGS[2]
+        return READINGS[3]
+
+    trend["reading"] = [reading(row) for _, row in trend.iterrows()] if len(trend) else []
+    return differences, trend
 
 
 def _with_holm(frame: pd.DataFrame) -> pd.DataFrame:
