@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
@@ -78,3 +79,36 @@ def test_the_check_runs_by_itself_only_in_simulated_runs_with_an_offline_judge()
     assert not null_check.should_run(None, "lexicon", simulated=False)  # a real run's tables stay unmarked
     assert not null_check.should_run(None, "gemini-3-pro", simulated=True)
     assert null_check.should_run(True, "lexicon", simulated=False) and not null_check.should_run(False, "lexicon", True)
+
+
+def test_holm_rows_is_statsmodels_holm_on_each_row():
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.random.default_rng(0).uniform(0, 0.2, size=(5, 7))
+    expected = np.array([multipletests(row, method="holm")[1] for row in p])
+    assert null_check.holm_rows(p) == pytest.approx(expected)
+
+
+def test_signed_rank_rows_is_the_pipelines_wilcoxon_on_each_row():
+    """Rows that share |d| (signs redrawn): a large tied cell (scipy) and a small tied one (all sign patterns)."""
+    from gama_utils.analysis import stats
+
+    rng = np.random.default_rng(1)
+    for size in (rng.integers(0, 4, 40).astype(float), np.array([0.0, 1, 1, 2, 2, 3, 0, 1])):
+        rows = np.where(rng.random((6, size.size)) < 0.5, -size, size)
+        assert null_check.signed_rank_rows(rows) == pytest.approx([stats.wilcoxon(row) for row in rows])
+
+
+def test_replicated_rates_start_from_the_scored_answers_and_pool_the_arm_swapped_ones(run_responses):
+    """Replicate 0 is the data as scored: its raw rate per scope is false_positive_table's (paired_gaps, another
+    path); over 300 replicates the pooled raw rate of a true null is near 5% and Holm's family-wise rate is at
+    most 5% plus noise."""
+    evaluations = null_check.null_evaluations(run_responses, "sim/Gemini-3-Pro")
+    table = null_check.replicated_rates(evaluations).set_index("scope")
+    single = null_check.false_positive_table(evaluations).set_index("scope")
+    assert list(table.index) == list(single.index)
+    assert table["first_raw_rate"].to_numpy() == pytest.approx(single["raw_rate"].to_numpy())
+    assert (table["cells"] == single["cells"]).all() and (table["replicates"] == null_check.N_REPLICATES).all()
+    top = table.loc["model × track × metric"]
+    assert top["raw_ci_low"] <= top["raw_rate"] <= top["raw_ci_high"] and 0.02 <= top["raw_rate"] <= 0.08
+    assert table.loc["… × severity", "any_holm_rate"] <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / null_check.N_REPLICATES)
