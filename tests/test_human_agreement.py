@@ -10,6 +10,7 @@ import pytest
 from human_data import sample_key
 
 from gama_utils import human
+from gama_utils.human import agreement
 
 pytestmark = pytest.mark.usefixtures("paper_metrics_only")
 
@@ -149,3 +150,34 @@ def test_round_trip_with_simulated_annotators_gives_table4(key, tmp_path) -> Non
     assert beside.loc[("Eval.-Human Agr.", "paper (Tab. 4)")].tolist() == [0.83, 0.76, 0.80, 0.78]
     assert beside.loc[("Eval.-Human Agr.", "this run (SIMULATED annotators)")].tolist() == \
         table.loc["Eval.-Human Agr."].tolist()
+
+
+def test_fleiss_kappa_rows_is_statsmodels_fleiss_kappa_on_each_table() -> None:
+    from statsmodels.stats import inter_rater
+
+    rng = np.random.default_rng(0)
+    tables = [inter_rater.aggregate_raters(rng.choice(["A", "B", "Tie"], size=(12, 3)))[0] for _ in range(5)]
+    tables = np.array([t for t in tables if t.shape[1] == 3])  # all three labels occur (columns align)
+    assert len(tables) > 2 and agreement.fleiss_kappa_rows(tables) == pytest.approx(
+        [inter_rater.fleiss_kappa(t, method="fleiss") for t in tables])
+
+
+def test_table4_intervals_bootstrap_kappa_and_clopper_pearson_agreement(key, tmp_path) -> None:
+    """κ's interval: the percentiles of statsmodels' κ on the same resampled items; agreement's: scipy's exact one."""
+    from scipy.stats import binomtest
+    from statsmodels.stats import inter_rater
+
+    written = human.export_sheets(key, tmp_path, annotators=human.SIMULATED_ANNOTATORS)
+    completed = human.simulate_annotation([w["csv"] for w in written.values()], key, seed=3)
+    labels = human.read_completed_sheets(completed, key, annotators=human.SIMULATED_ANNOTATORS)
+    summary = human.validation_summary(labels, key, n_boot=300, seed=5).set_index("framing")
+    row = summary.loc["puni"]
+    wide = labels[labels["framing"] == "puni"].pivot(index="item_id", columns="annotator", values="label")
+    counts, _ = inter_rater.aggregate_raters(wide.to_numpy(dtype=object))
+    rows = np.random.default_rng(5).integers(0, len(counts), size=(300, len(counts)))
+    kappas = [inter_rater.fleiss_kappa(counts[r], method="fleiss") for r in rows]
+    assert (row["kappa_ci_low"], row["kappa_ci_high"]) == pytest.approx(tuple(np.nanpercentile(kappas, [2.5, 97.5])))
+    agreeing = round(row["agreement"] * row["n_with_majority"])
+    exact = binomtest(agreeing, int(row["n_with_majority"])).proportion_ci(0.95, method="exact")
+    assert (row["agreement_ci_low"], row["agreement_ci_high"]) == pytest.approx((exact.low, exact.high))
+    assert "95% intervals of this run" in human.table4(summary.reset_index()).attrs["notes"][0]

@@ -192,6 +192,46 @@ def test_the_null_check_is_a_registered_simulated_control(offline_run):
     assert entry.control and entry.section == artifacts.CHECKS and entry.notebook == "06_analyze"
 
 
+def test_the_pooled_gaps_are_statsmodels_random_effects_over_the_runs_models(offline_run):
+    """Each track × metric: statsmodels' DerSimonian-Laird pooling (method_re "chi2", HKSJ row) of the saved gaps."""
+    import warnings
+
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    gaps = run_folders.load(offline_run, "gaps").query("comparison == 'female-male'")
+    pooled = _csv(offline_run, "pooled_gaps")
+    assert len(pooled) == 2 * len(metric_keys())
+    for row in pooled.itertuples():
+        cell = gaps[(gaps.track == row.track) & (gaps.metric == row.metric)]
+        cell = cell[cell.sd_diff > 0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = combine_effects(cell.delta.to_numpy(), (cell.sd_diff ** 2 / cell.n_pairs).to_numpy(),
+                                  method_re="chi2", use_t=True)
+        hksj = fit.summary_frame().loc["random effect wls"]
+        assert (row.pooled_delta, row.ci_low, row.ci_high) == pytest.approx((hksj.eff, hksj.ci_low, hksj.ci_upp))
+        assert (row.tau2, row.i2) == pytest.approx((fit.tau2, fit.i2), abs=1e-12)
+        assert row.n_same_sign == (np.sign(cell.delta) == np.sign(row.pooled_delta)).sum()
+    for track in ("intimate", "public"):
+        assert (offline_run / "figures" / f"pooled_forest_{track}.png").stat().st_size > 10_000
+
+
+def test_the_judge_sensitivity_flags_follow_the_two_judges_gaps(offline_run):
+    table = _csv(offline_run, "judge_sensitivity")
+    assert len(table) and set(table.judge_b) and (table.ci_low <= table.difference + 1e-12).all()
+    flips = (table.delta_a * table.delta_b < 0) | ((table.p_holm_a < 0.05) != (table.p_holm_b < 0.05))
+    assert (table.conclusion_changes == flips).all()  # every answer scored by both judges: Δ over shared pairs = Δ
+    summary = _csv(offline_run, "judge_sensitivity_summary")
+    assert summary.conclusion_changes.sum() == table.conclusion_changes.sum()
+
+
+def test_the_replicated_null_check_starts_from_the_single_one(offline_run):
+    single, replicated = _csv(offline_run, "null_check"), _csv(offline_run, "null_check_replicated")
+    assert list(replicated.scope) == list(single.scope)
+    np.testing.assert_allclose(replicated.first_raw_rate, single.raw_rate, rtol=1e-12)
+    assert ((replicated.raw_ci_low <= replicated.raw_rate) & (replicated.raw_rate <= replicated.raw_ci_high)).all()
+
+
 # ---------------------------------------------------------------- 06: gaps by scenario metadata (issue 17.6)
 
 def _level_delta(run, attribute: str, values, level: str, metric_column: str, track: str | None = None) -> float:

@@ -1,10 +1,16 @@
-"""Agreement (paper §4.5, Table 4): Fleiss' κ, majority vote, evaluator directions and agreement, Table 4."""
+"""Agreement (paper §4.5, Table 4): Fleiss' κ, majority vote, evaluator directions and agreement, Table 4.
+
+Both figures carry a 95% interval in `validation_summary`: Fleiss' κ by a percentile bootstrap over
+the items (the raters' label counts resampled, vectorised), the evaluator-human agreement by
+Clopper-Pearson over the items with a majority; Table 4 states them in its notes.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 from statsmodels.stats import inter_rater
+from statsmodels.stats.proportion import proportion_confint
 
 from gama_utils.analysis import paper
 from gama_utils.core.metrics import metric
@@ -25,6 +31,33 @@ def fleiss_kappa(ratings: pd.DataFrame | np.ndarray) -> float:
     if len(categories) < 2:
         return float("nan")
     return float(inter_rater.fleiss_kappa(counts, method="fleiss"))
+
+
+def fleiss_kappa_rows(counts: np.ndarray) -> np.ndarray:
+    """Fleiss' κ of each of a stack of (items × categories) count tables (shape k × items × categories), every item
+    rated by the same number of raters; NaN where only one category occurs."""
+    counts = np.asarray(counts, dtype=float)
+    raters = counts[0, 0].sum()
+    items = counts.shape[1]
+    per_item = ((counts ** 2).sum(axis=2) - raters) / (raters * (raters - 1))
+    shares = counts.sum(axis=1) / (items * raters)
+    expected = (shares ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(expected < 1, (per_item.mean(axis=1) - expected) / (1 - expected), np.nan)
+
+
+def fleiss_kappa_interval(ratings: pd.DataFrame | np.ndarray, n_boot: int = 2000, seed: int = 0,
+                          level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of Fleiss' κ, resampling items (rows of an items × raters label table)."""
+    counts, _ = inter_rater.aggregate_raters(np.asarray(ratings, dtype=object))
+    rows = np.random.default_rng(seed).integers(0, counts.shape[0], size=(n_boot, counts.shape[0]))
+    kappas = fleiss_kappa_rows(counts[rows])
+    kappas = kappas[np.isfinite(kappas)]
+    if not kappas.size:
+        return float("nan"), float("nan")
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(kappas, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def fleiss_kappa_by_framing(labels: pd.DataFrame) -> pd.Series:
@@ -84,10 +117,19 @@ def evaluator_human_agreement(majority: pd.DataFrame, directions: pd.DataFrame) 
     return pd.DataFrame(rows)
 
 
-def validation_summary(labels: pd.DataFrame, key: pd.DataFrame) -> pd.DataFrame:
-    """Per framing: fleiss_kappa, agreement, n_items, n_with_majority, n_no_majority, n_annotators, simulated."""
+def validation_summary(labels: pd.DataFrame, key: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per framing: fleiss_kappa, agreement, n_items, n_with_majority, n_no_majority, n_annotators, simulated, and
+    the 95% intervals kappa_ci_low/high (bootstrap over items) and agreement_ci_low/high (Clopper-Pearson)."""
     summary = evaluator_human_agreement(majority_vote(labels), evaluator_directions(key))
     summary.insert(1, "fleiss_kappa", summary["framing"].map(fleiss_kappa_by_framing(labels)))
+    intervals = {k: fleiss_kappa_interval(labels[labels["framing"] == k].pivot(index="item_id", columns="annotator",
+                                                                               values="label"), n_boot, seed)
+                 for k in summary["framing"]}
+    summary["kappa_ci_low"] = summary["framing"].map(lambda k: intervals[k][0])
+    summary["kappa_ci_high"] = summary["framing"].map(lambda k: intervals[k][1])
+    exact = [proportion_confint(round(a * n), n, alpha=0.05, method="beta") if n else (np.nan, np.nan)
+             for a, n in zip(summary["agreement"], summary["n_with_majority"])]
+    summary["agreement_ci_low"], summary["agreement_ci_high"] = [e[0] for e in exact], [e[1] for e in exact]
     summary["n_annotators"] = labels["annotator"].nunique()
     summary["simulated"] = bool(labels["simulated"].any()) if "simulated" in labels else False
     summary["responses_simulated"] = bool(key["simulated"].any()) if "simulated" in key else False
@@ -129,6 +171,12 @@ def table4(summary: pd.DataFrame, with_paper: bool = False) -> pd.DataFrame:
         table.index.name = "Measure (SIMULATED annotators)" if simulated else "Measure"
     n_items = int(by_framing["n_items"].max()) if "n_items" in by_framing else None
     notes = []
+    if {"kappa_ci_low", "agreement_ci_low"} <= set(by_framing.columns):
+        shown = "; ".join(f"{f.label} κ {row['kappa_ci_low']:.2f} to {row['kappa_ci_high']:.2f}, agreement "
+                          f"{row['agreement_ci_low']:.0%} to {row['agreement_ci_high']:.0%}"
+                          for f in framings() for row in [by_framing.loc[f.key]])
+        table.attrs["notes"] = [f"95% intervals of this run (κ: bootstrap over the items; agreement: Clopper-Pearson "
+                                f"over the items with a majority): {shown}."]
     if simulated:
         notes.append("SIMULATED annotators: labels drawn from the evaluator scores plus noise; "
                      "this exercises the pipeline and is not a finding")
