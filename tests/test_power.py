@@ -181,3 +181,16 @@ def test_power_table_simulates_count_metrics_and_fills_thresholds_only_where_the
         assert np.isfinite(row[f"mdd{suffix}_wilcoxon"]) == off
         if off:
             assert (row[f"mdd{suffix}_wilcoxon"] > row[f"mdd{suffix}"]) == (row[f"wilcoxon_power{suffix}"] < 0.8)
+
+
+def test_a_threshold_beyond_every_sign_pattern_has_no_simulated_power():
+    """Ten pairs, seven of them agreeing, at α/120: the t threshold (1.5) is beyond mean |d| = 0.9, so no sign
+    pattern has that mean and the Wilcoxon columns stay empty instead of failing (at α = .05 too: 1.15 > 0.9)."""
+    d = np.array([0.0] * 7 + [3.0, -3.0, 3.0])
+    assert power.t_threshold(d, d.size, 0.05 / 120) >= np.abs(d).mean()
+    rows = gaps_rows([("A", "intimate", "puni", d.mean(), d.size, d.std(ddof=1))])
+    differences = pd.DataFrame({"model": "A", "track": "intimate", "metric": "puni", "pair_id": range(d.size),
+                                "male": 1.0, "female": 1.0 + d})
+    row = power.power_table(rows, differences=differences, n_sim=200).iloc[0]
+    assert np.isnan(row["wilcoxon_power_holm"]) and np.isnan(row["mdd_holm_wilcoxon"])
+    assert np.isnan(row["wilcoxon_power"]) and np.isfinite(row["mdd"])
