@@ -51,6 +51,20 @@ def test_prediction_interval_and_test_worked_by_hand():
     assert fit["p_value"] == pytest.approx(2 * scipy_stats.t.sf(abs(t), len(DELTA) - 1))
 
 
+def test_a_negative_moment_estimate_of_tau2_is_truncated_to_the_fixed_effect_fit():
+    """Δ closer together than their SEs imply: Q < k − 1, statsmodels' "chi2" τ² is negative (it does not
+    truncate); truncated at 0, the pooled Δ and its HKSJ interval are statsmodels' fixed-effect (wls) ones."""
+    delta = np.array([20.0, 20, 10, 20, 10, 20, 20, 10, -10])  # the 20-pair test run's intimate Emp.-Agg.
+    variance = np.array([177.78, 177.78, 100, 177.78, 100, 177.78, 177.78, 100, 100])
+    result, frame = statsmodels_fit(delta, variance)
+    assert result.tau2 < 0
+    fit = pooling.random_effects(delta, variance)
+    fixed = frame.loc["fixed effect wls"]
+    assert (fit["tau2"], fit["i2"]) == (0.0, 0.0)
+    assert (fit["pooled_delta"], fit["ci_low"], fit["ci_high"]) == pytest.approx((fixed["eff"], fixed["ci_low"],
+                                                                                  fixed["ci_upp"]))
+
+
 def test_homogeneous_estimates_give_no_between_model_variance():
     """Equal Δ: Q = 0, so τ² = 0 and I² = 0, and the pooled Δ is that value; the HKSJ SE is 0 too."""
     fit = pooling.random_effects(np.array([2.0, 2.0, 2.0]), np.array([0.1, 0.2, 0.3]))

@@ -6,7 +6,8 @@ run's I² is close to 1), so a plain average of the Δs, or a fixed-effect mean,
 uncertain the across-model mean is. Per track × metric:
 
 - τ² by DerSimonian-Laird (method of moments): Q = Σ w (Δ − Δ_FE)², w = 1/v,
-  τ² = max(0, (Q − (k − 1)) / (Σw − Σw² / Σw)); I² = max(0, (Q − (k − 1)) / Q).
+  τ² = max(0, (Q − (k − 1)) / (Σw − Σw² / Σw)); I² = max(0, (Q − (k − 1)) / Q). (statsmodels'
+  combine_effects(method_re="chi2") leaves a negative τ² as it is; truncated, the fit is the fixed-effect one.)
 - The pooled Δ = Σ w* Δ / Σ w* with w* = 1/(v + τ²), and its Hartung-Knapp-Sidik-Jonkman interval:
   SE² = Σ w* (Δ − Δ_pooled)² / ((k − 1) Σ w*), t quantile with k − 1 degrees of freedom (not truncated
   at the random-effects SE, as statsmodels' "random effect wls"); p is that t test, p_holm Holm over
