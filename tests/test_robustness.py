@@ -145,3 +145,14 @@ def test_judge_sensitivity_by_hand() -> None:
     assert (summary["conclusion_changes"], summary["ci_excludes_0"]) == (2, 1)
     with pytest.raises(ValueError, match="reference judge 'C'"):
         judge_sensitivity(frames, gaps, "C")
+
+
+@pytest.mark.usefixtures("paper_metrics_only")
+def test_judges_that_agree_on_every_pair_have_a_zero_difference_and_interval() -> None:
+    from gama_utils.analysis.robustness import judge_sensitivity
+
+    frames, gaps = two_judges()
+    same = {"A": frames["A"], "B": frames["A"].assign(evaluator="B")}
+    table = judge_sensitivity(same, {"A": gaps["A"], "B": gaps["A"]}, "A", n_boot=100)
+    assert (table[["difference", "ci_low", "ci_high"]].to_numpy() == 0).all()
+    assert not table["conclusion_changes"].any()

@@ -135,21 +135,27 @@ def judge_sensitivity(evaluations: Mapping[str, pd.DataFrame], gaps: Mapping[str
         for (model, track), cell in both.groupby(["model", "track"], sort=True):
             wide = cell.pivot(index="pair_id", columns="metric", values=["e", "d_a", "d_b"])
             present = [m for m in metrics if m in wide["e"].columns]
-            low, high = stats.bootstrap_ci(wide["e"][present].to_numpy(float), n_boot,
-                                           stats.cell_seed(seed, (name, model, track)), level)
+            e, d_a, d_b = (wide[part][present].to_numpy(float) for part in ("e", "d_a", "d_b"))
+            shared = ~np.isnan(e)
+            if np.nanmax(np.abs(e), initial=0.0) == 0:  # the judges agree on every pair: every resample's mean is 0
+                low = high = np.where(shared.any(axis=0) & (n_boot > 0), 0.0, np.nan)
+            else:
+                low, high = stats.bootstrap_ci(e, n_boot, stats.cell_seed(seed, (name, model, track)), level)
+            simulated = bool(cell["simulated"].any())
             for j, key in enumerate(present):
-                shared = wide["e"][key].notna()
-                gap = decisions.loc[(model, track, key)] if (model, track, key) in decisions.index else None
+                found = (model, track, key) in decisions.index
+                gap = decisions.loc[(model, track, key)] if found else None
                 delta_a, delta_b = (gap["delta_a"], gap["delta_b"]) if gap is not None else (np.nan, np.nan)
                 p_a, p_b = (gap["p_holm_a"], gap["p_holm_b"]) if gap is not None else (np.nan, np.nan)
                 sign = bool(delta_a * delta_b < 0)
                 holm = bool(np.isfinite(p_a) and np.isfinite(p_b) and (p_a < alpha) != (p_b < alpha))
+                rows = shared[:, j]
                 out.append({"judge_a": reference, "judge_b": name, "model": model, "track": track, "metric": key,
-                            "n_pairs": int(shared.sum()), "delta_a": float(wide["d_a"][key][shared].mean()),
-                            "delta_b": float(wide["d_b"][key][shared].mean()),
-                            "difference": float(wide["e"][key][shared].mean()), "ci_low": low[j], "ci_high": high[j],
-                            "p_holm_a": p_a, "p_holm_b": p_b, "sign_changes": sign, "holm_changes": holm,
-                            "conclusion_changes": sign or holm, "simulated": bool(cell["simulated"].any())})
+                            "n_pairs": int(rows.sum()), "delta_a": float(d_a[rows, j].mean()),
+                            "delta_b": float(d_b[rows, j].mean()), "difference": float(e[rows, j].mean()),
+                            "ci_low": low[j], "ci_high": high[j], "p_holm_a": p_a, "p_holm_b": p_b,
+                            "sign_changes": sign, "holm_changes": holm, "conclusion_changes": sign or holm,
+                            "simulated": simulated})
     table = pd.DataFrame(out, columns=list(SENSITIVITY_COLUMNS))
     table.attrs["simulated"] = bool(table["simulated"].any()) if len(table) else False
     return table
