@@ -199,8 +199,8 @@ def test_the_pooled_gaps_are_statsmodels_random_effects_over_the_runs_models(off
     from statsmodels.stats.meta_analysis import combine_effects
 
     gaps = run_folders.load(offline_run, "gaps").query("comparison == 'female-male'")
-    pooled = _csv(offline_run, "pooled_gaps")
-    assert len(pooled) == 2 * len(metric_keys())
+    pooled = run_folders.load(offline_run, "pooled_gaps")
+    assert len(pooled) == 2 * len(metric_keys()) and len(_csv(offline_run, "pooled_gaps")) == len(pooled)
     for row in pooled.itertuples():
         cell = gaps[(gaps.track == row.track) & (gaps.metric == row.metric)]
         cell = cell[cell.sd_diff > 0]

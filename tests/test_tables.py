@@ -339,3 +339,18 @@ def test_an_undeclared_stratum_is_refused_with_the_declared_ones():
         gap_stats.stratified_gaps(evaluations, "occupation")
     with pytest.raises(ValueError, match="no 'setting_language' column: merge the benchmark's pairs first"):
         gap_stats.stratified_gaps(evaluations, "setting_language")
+
+
+def test_pooled_table_shows_the_pooled_gaps_with_the_method_and_the_sentence_as_notes():
+    from gama_utils.analysis import pooling
+
+    rows = pd.DataFrame({"model": ["a", "b", "c"], "track": "intimate", "metric": "full_bl",
+                         "comparison": "female-male", "delta": [-20.0, -25.0, -10.0], "n_pairs": 100,
+                         "sd_diff": [50.0, 40.0, 45.0], "simulated": True})
+    pooled = pooling.pooled_gaps(rows)
+    table = tables.pooled_table(pooled)
+    row = table.loc[("Intimate Track", "Full-Bl.")]
+    assert (row["Pooled Δ"], row["CI low"], row["PI high"], row["Same sign"]) == (
+        pooled.loc[0, "pooled_delta"], pooled.loc[0, "ci_low"], pooled.loc[0, "pi_high"], 3)
+    assert table.attrs["notes"] == [pooled.loc[0, "method"], pooling.pooled_summary(pooled)["intimate"]]
+    assert table.attrs["simulated"]

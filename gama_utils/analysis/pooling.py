@@ -40,7 +40,7 @@ POOLED_COLUMNS = ("track", "metric", "n_models", "n_left_out", "pooled_delta", "
 METHOD = ("random effects over models: DerSimonian-Laird τ², each model's Δ weighted by 1/(sd_diff²/n_pairs + τ²); "
           "ci_low/ci_high and p: Hartung-Knapp-Sidik-Jonkman (t with n_models − 1 df); pi_low/pi_high: prediction "
           "interval for a new model's Δ (t with n_models − 2 df, Higgins et al. 2009); p_holm over the "
-          "{n} track × metric rows")
+          "{n} track × metric rows.")
 
 
 def random_effects(delta: np.ndarray, variance: np.ndarray, level: float = LEVEL) -> dict[str, float]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from gama_utils.analysis import gaps as gap_stats
-from gama_utils.analysis import strata
+from gama_utils.analysis import pooling, strata
 from gama_utils.analysis.paper import MAIN_MODELS, QWEN_VARIANTS, model_group
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import CORE_TEST_METRICS, metric, metric_keys
@@ -324,6 +324,27 @@ def side_by_side_with_paper(gaps: pd.DataFrame, paper: pd.DataFrame) -> pd.DataF
         table.attrs["notes"] = [*table.attrs.get("notes", []),
                                 f"Direction agreement with the paper: {agreement:.1%} of {len(decided)} cells "
                                 "where neither Δ is 0."]
+    return table
+
+
+@passes_absent
+def pooled_table(pooled: pd.DataFrame) -> pd.DataFrame:
+    """The random-effects pooled Δ (`gama_utils.analysis.pooling.pooled_gaps`) for reading: one row per track ×
+    metric, the pooled Δ with its HKSJ CI and Holm p, τ², I², the prediction interval for a new model, the models
+    sharing its sign and the plain mean; the method and the per-track sentence (`pooling.pooled_summary`) as notes."""
+    require(pooled, ("track", "metric", "n_models", "pooled_delta", "ci_low", "ci_high", "p_holm", "tau2", "i2",
+                     "pi_low", "pi_high", "n_same_sign", "mean_delta"), "pooled gaps")
+    table = pd.DataFrame({
+        "Models": pooled["n_models"].to_numpy(), "Pooled Δ": pooled["pooled_delta"].to_numpy(),
+        "CI low": pooled["ci_low"].to_numpy(), "CI high": pooled["ci_high"].to_numpy(),
+        "p (Holm)": pooled["p_holm"].to_numpy(), "τ²": pooled["tau2"].to_numpy(), "I²": pooled["i2"].to_numpy(),
+        "PI low": pooled["pi_low"].to_numpy(), "PI high": pooled["pi_high"].to_numpy(),
+        "Same sign": pooled["n_same_sign"].to_numpy(), "Mean Δ": pooled["mean_delta"].to_numpy()},
+        index=pd.MultiIndex.from_arrays([pooled["track"].map(lambda t: TRACK_LABELS.get(t, t)),
+                                         pooled["metric"].map(lambda k: metric(k).label)], names=["Track", "Metric"]))
+    notes = [str(pooled["method"].iloc[0])] if "method" in pooled.columns and len(pooled) else []
+    table.attrs["notes"] = [*notes, *pooling.pooled_summary(pooled).values()]
+    table.attrs["simulated"] = bool(pooled["simulated"].any()) if "simulated" in pooled.columns else False
     return table
 
 
