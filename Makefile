@@ -12,8 +12,10 @@ RUN    ?=
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
 	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
+# The test files run in parallel on every core (pytest-xdist), each file in one process so its fixtures are built once.
+PYTEST := -m pytest -q --durations=15 -n auto --dist loadfile
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python $(PYTEST)
 
 # CONTRIBUTING's metric and dimension recipes made permanent (declared in the real registry and grid, the
 # benchmark rebuilt) in a throwaway copy of this checkout; the suite must pass there, less the tests that
@@ -25,7 +27,7 @@ test-recipes: $(VENV)/.installed
 		| tar xf - -C $(RECIPES_COPY)
 	ln -s $(abspath $(VENV)) $(RECIPES_COPY)/.venv
 	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python .ci/permanent_recipes.py $(RECIPES_COPY)
-	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python -m pytest -q --durations=15 -m "not paper_shape"
+	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python $(PYTEST) -m "not paper_shape"
 
 # The real-LLM end-to-end test: 04 -> 08 and the report on SmolLM2 served by llama.cpp (a plumbing check).
 test-local: $(VENV)/.installed-local
