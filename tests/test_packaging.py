@@ -71,5 +71,5 @@ def test_strings_are_stored_alike_whether_or_not_pyarrow_is_installed():
 
     import gama_utils  # noqa: F401  (sets the storage)
 
-    column = pd.Series(["caf\udce9", "ok"])  # a surrogate escape, as a non-UTF-8 file read with errors="surrogateescape"
+    column = pd.Series(["caf\udce9", "ok"])  # a surrogate escape: a non-UTF-8 byte read with "surrogateescape"
     assert column.dtype.storage == "python" and column[0].encode("utf-8", "surrogateescape") == b"caf\xe9"
