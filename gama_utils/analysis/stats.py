@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 from scipy import stats as scipy_stats
-from statsmodels.stats.multitest import multipletests
 
 # --- stats ------------------------------------------------------------------------------------------
 
@@ -184,12 +183,19 @@ def bootstrap_wald_p(estimate: np.ndarray | float, means: np.ndarray) -> np.ndar
 
 
 def holm(p_values: np.ndarray | pd.Series) -> np.ndarray:
-    """Holm step-down adjusted p-values (statsmodels) over the non-NaN entries; NaN stays NaN."""
+    """Holm step-down adjusted p-values over the non-NaN entries; NaN stays NaN.
+
+    The same arithmetic as statsmodels' multipletests(method="holm") (tests compare the two), written
+    out because that function runs gc.collect() on every call: 0.1-2 s each in a notebook's heap,
+    and 06 adjusts dozens of families.
+    """
     p = np.asarray(p_values, dtype=float)
     adjusted = np.full(p.shape, np.nan)
-    tested = ~np.isnan(p)
-    if tested.any():
-        adjusted[tested] = multipletests(p[tested], method="holm")[1]
+    tested = np.flatnonzero(~np.isnan(p))
+    if tested.size:
+        order = tested[np.argsort(p[tested])]
+        stepped = np.maximum.accumulate(p[order] * np.arange(tested.size, 0, -1))
+        adjusted[order] = np.minimum(stepped, 1.0)
     return adjusted
 
 

@@ -184,8 +184,13 @@ def english_speaking(code: str) -> bool | None:
     """Whether a region code is English-speaking (None for 'unspecified')."""
     if code == UNSPECIFIED:
         return None
-    table = regions().set_index("code")
-    return bool(table.at[code, "english_speaking"])
+    return _english_by_code()[code]
+
+
+@cache
+def _english_by_code() -> dict[str, bool]:
+    table = regions()
+    return dict(zip(table["code"], table["english_speaking"].astype(bool)))
 
 
 def metadata_problems(template: dict) -> list[str]:

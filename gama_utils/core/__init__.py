@@ -1,5 +1,6 @@
 """The core every stage shares: the framing metrics and their rubric, the condition grid, credentials kept out of files,
-the frames' column contracts, prompt files, escaping for each output format, and run-folder I/O.
+the frames' column contracts, prompt files, escaping for each output format, run-folder I/O, and the memo of pure
+text readings shared across kernels and runs.
 """
 
 __all__ = [
@@ -11,4 +12,5 @@ __all__ = [
     "escaping",
     "run_folders",
     "credentials",
+    "memo",
 ]

@@ -47,6 +47,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 
+from gama_utils.core.memo import TextMemo, version_of
+
 # --------------------------------------------------------------------------- vocabulary
 
 SUBJECT = {"he": "they", "she": "they"}
@@ -392,17 +394,34 @@ def _may_hold_markers(text: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=65536)
+def version() -> str:
+    """The masking's version: this module's source (a stored mask is valid for it)."""
+    return version_of(__file__)
+
+
+MASKS = TextMemo("mask_gender", version)
+"""Masks kept on disk across kernels and runs: `with MASKS.kept(texts):` around a blind pass."""
+
+
 def mask_gender(text: str) -> str:
     """`text` with every gender marker replaced by a neutral form (rules in the module docstring).
 
-    Texts without any marker come back unchanged at once; results are memoised because the
-    same prompt is masked once per model.
+    Texts without any marker come back unchanged at once; results are memoised (in memory and in
+    MASKS) because the same prompt is masked once per model and the same answers in 05 and 08.
     """
     if not isinstance(text, str):
         raise TypeError(f"mask_gender expects a str, got {type(text).__name__}")
     if not _may_hold_markers(text):
         return text
+    masked = MASKS.get(text)
+    if masked is None:
+        masked = _masked(text)
+        MASKS.remember(text, masked)
+    return masked
+
+
+@lru_cache(maxsize=65536)
+def _masked(text: str) -> str:
     return _mask_chinese(_mask_english(text))
 
 

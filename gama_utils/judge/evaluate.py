@@ -26,7 +26,8 @@ from gama_utils.core import run_folders
 from gama_utils.core.metrics import metrics
 from gama_utils.core.rubric import OPTIONAL_KEYS, check_terms, evaluation_row, evaluator_model
 from gama_utils.core.schema import RESPONSES, evaluations_columns, require
-from gama_utils.judge.blind import mask_gender
+from gama_utils.judge import lexicon
+from gama_utils.judge.blind import MASKS, mask_gender
 from gama_utils.judge.judges import Item, Judge, is_model_judge, judge_name, resolve_judge, response_format
 from gama_utils.judge.judges import evaluator_prompt as _item_prompt
 from gama_utils.llm.structured import InvalidAnswer, validate
@@ -92,9 +93,13 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: JudgeLike, blind: boo
             rows[i] = evaluation_row(record, None, judge.name, blind, reason=reason, attempts=0)
         else:
             scored.append(i)
-    items = [shown_item(records[i], blind) for i in scored]
-    outcomes = judge.score(items, max_reasks=max_reasks, cache=cache, concurrency=concurrency, budget=budget,
-                           progress=progress) if items else []
+    shown = [text for i in scored for text in (records[i].get("prompt"), records[i].get("answer"))]
+    with MASKS.kept(shown if blind else ()):
+        items = [shown_item(records[i], blind) for i in scored]
+    read = [text for item in items for text in (item.answer, item.answer.strip())]
+    with lexicon.READINGS.kept(read):  # judges that read the wording (the lexicon, simulated ones) share readings
+        outcomes = judge.score(items, max_reasks=max_reasks, cache=cache, concurrency=concurrency, budget=budget,
+                               progress=progress) if items else []
     if len(outcomes) != len(items):
         raise RuntimeError(f"judge {judge.name!r} returned {len(outcomes)} outcomes for {len(items)} answers")
     for i, item, outcome in zip(scored, items, outcomes):

@@ -310,7 +310,7 @@ def statement(judge: object) -> str | None:
     parts = [f"**Judge {markdown_cell(name)}: measured agreement with hand scores** "
              f"(`{stored.relative_to(ROOT).as_posix()}`; explained in `{document.relative_to(ROOT).as_posix()}`).",
              limits_paragraph(document), lexicon_agreement.summary(result)]
-    version = lexicon_agreement.lexicon_version()
+    version = lexicon.version()
     if result["lexicon"]["version"] != version:
         log.warning("the lexicon changed since %s was measured", stored)
         parts.append(f"**The lexicon changed since these figures were measured** (measured on version "

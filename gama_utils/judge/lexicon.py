@@ -37,9 +37,11 @@ import csv
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import yaml
 
+from gama_utils.core.memo import TextMemo, version_of
 from gama_utils.paths import LEXICONS
 
 EVALUATOR_ID = "lexicon"
@@ -232,9 +234,25 @@ def severity_fallback(punitive_count: int) -> int:
     return 2 if punitive_count <= 1 else 3 if punitive_count <= 4 else 4 if punitive_count <= 8 else 5
 
 
+SOURCES = (Path(__file__), LEXICONS / "cues.yaml", LEXICONS / "punitive.csv", LEXICONS / "therapeutic.csv")
+
+
+def version() -> str:
+    """SHA-256 over the lexicon's code and lists: the version a reading, and a measurement of it, belongs to."""
+    return version_of(*SOURCES)
+
+
+READINGS = TextMemo("lexicon", version)
+"""Readings kept on disk across kernels and runs: `with READINGS.kept(answers):` around a judge's pass."""
+
+
 def evaluate_text(answer: str) -> dict:
     """Score one answer; returns the evaluator JSON (punitive_terms, therapeutic_terms, ...)."""
-    scores = _evaluate_cached(answer or "")
+    answer = answer or ""
+    scores = READINGS.get(answer)
+    if scores is None:
+        scores = _evaluate_cached(answer)
+        READINGS.remember(answer, scores)
     return {**scores, "punitive_terms": list(scores["punitive_terms"]),
             "therapeutic_terms": list(scores["therapeutic_terms"])}
 

@@ -31,14 +31,13 @@ from statsmodels.stats.proportion import proportion_confint
 
 from gama_utils.core.metrics import PAPER_METRIC_KEYS, metrics
 from gama_utils.core.rubric import evaluator_model
+from gama_utils.judge import lexicon
 from gama_utils.judge.lexicon import evaluate_text, term_spans
 from gama_utils.paths import LEXICONS, ROOT
 
 REFERENCE = ROOT / "tests" / "data" / "hand_scored" / "answers.jsonl"
 DEVELOPMENT = ROOT / "tests" / "data" / "lexicon_dev" / "answers.jsonl"
 AGREEMENT_FILE = LEXICONS / "agreement.json"
-LEXICON_FILES = (ROOT / "gama_utils" / "judge" / "lexicon.py", LEXICONS / "cues.yaml", LEXICONS / "punitive.csv",
-                 LEXICONS / "therapeutic.csv")
 STYLES = ("harsh", "firm", "mixed", "gentle", "neutral", "refusal", "sides_with_actor")
 RECORD_FIELDS = ("id", "style_of_answer", "answer", "scores")
 ORDERED_STYLES = ("harsh", "gentle")
@@ -351,20 +350,12 @@ def agreement(records: Sequence[dict], judge: Judge | None = None, n_boot: int =
     return out
 
 
-def lexicon_version() -> str:
-    """SHA-256 over the lexicon's code and lists: the version a measurement belongs to."""
-    digest = hashlib.sha256()
-    for path in LEXICON_FILES:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
 def _commit() -> str | None:
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--",
-                                *map(str, LEXICON_FILES)]).returncode != 0
+                                *map(str, lexicon.SOURCES)]).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+uncommitted lexicon changes" if dirty else "")
@@ -377,7 +368,7 @@ def measure(reference: Path = REFERENCE, judge: Judge | None = None) -> dict:
         "reference": {"path": (reference.relative_to(ROOT).as_posix() if reference.is_relative_to(ROOT)
                                else str(reference)),
                       "sha256": hashlib.sha256(reference.read_bytes()).hexdigest()},
-        "lexicon": {"version": lexicon_version(), "commit": _commit()},
+        "lexicon": {"version": lexicon.version(), "commit": _commit()},
         "agreement": agreement(load_scored(reference), judge),
     }
 
