@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import stats as scipy_stats
+from statsmodels.regression.linear_model import OLS, WLS
+from statsmodels.tools.tools import add_constant
 
 from gama_utils import llm
 from gama_utils.analysis import gaps, stats
@@ -244,7 +245,7 @@ def _trend(d: pd.DataFrame, x: np.ndarray, n_boot: int, rng: np.random.Generator
     weighted = bool((spread > 0).all())
     weights = (~np.isnan(values)).sum(axis=0) / spread if weighted else np.ones(values.shape[1])
     deltas = np.nanmean(values, axis=0)
-    wls = sm.WLS(deltas, sm.add_constant(x), weights=weights).fit()
+    wls = WLS(deltas, add_constant(x), weights=weights).fit()
     slope = float(wls.params[1])
     means = stats.bootstrap_means(values, n_boot, rng)
     centred = x - np.average(x, weights=weights)
@@ -267,7 +268,7 @@ def _model_level(deltas: np.ndarray, x: np.ndarray, residuals: np.ndarray, weigh
            "p_value": nan, "chi2_linearity": nan, "p_linearity": nan}
     if df < 1:
         return out
-    fit = sm.OLS(deltas, sm.add_constant(x)).fit()
+    fit = OLS(deltas, add_constant(x)).fit()
     interval = fit.conf_int(alpha=1 - level)
     out.update(slope_models=float(fit.params[1]), se_models=float(fit.bse[1]), ci_low_models=float(interval[1, 0]),
                ci_high_models=float(interval[1, 1]), p_value=float(fit.pvalues[1]))
