@@ -193,3 +193,18 @@ def test_the_makefile_calls_gama():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "-m gama_utils.runs " not in makefile
     assert "$(BIN)/gama reproduce --profile $(PROFILE)" in makefile and "$(BIN)/gama strip" in makefile
+
+
+def test_an_installed_package_finds_the_checkout_it_is_run_in(tmp_path):
+    """pip install . puts the package in site-packages: GAMA_ROOT, else the working directory's checkout."""
+    from gama_utils.paths import find_root
+
+    checkout, site = tmp_path / "clone", tmp_path / "site-packages" / "gama_utils"
+    (checkout / "configs").mkdir(parents=True)
+    (checkout / "configs" / "models.yaml").write_text("models: {}\n", encoding="utf-8")
+    (checkout / "notebooks").mkdir()
+    site.mkdir(parents=True)
+    assert find_root(checkout / "gama_utils", {}, tmp_path) == checkout  # editable: the package's own checkout
+    assert find_root(site, {}, checkout / "notebooks") == checkout
+    assert find_root(site, {"GAMA_ROOT": str(checkout)}, tmp_path) == checkout
+    assert find_root(site, {}, tmp_path) == site.parent  # nothing found: missing files are named where looked for

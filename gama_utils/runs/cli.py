@@ -15,6 +15,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
+from gama_utils import paths
 from gama_utils.runs import orchestrate, readiness, rebuild
 from gama_utils.runs.orchestrate import Outcome
 
@@ -169,6 +170,13 @@ COMMANDS = {
 }
 
 
+def _no_checkout() -> str:
+    if (paths.ROOT / paths.MARKER).exists():
+        return ""
+    return (f"\n(no GAMA-Bench checkout at {paths.ROOT}: run gama inside a clone of the repository, or name one in "
+            f"{paths.ROOT_ENV})")
+
+
 def main(argv: list[str] | None = None) -> int:
     """The `gama` console script."""
     args = _parser().parse_args(argv)
@@ -177,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     orchestrate.log.setLevel(logging.INFO)
     try:
         outcome = COMMANDS[args.command](args)
-    except (ValueError, FileNotFoundError, OSError) as err:  # bad input: a clear message, no traceback
-        outcome = Outcome(2, err=f"error: {err}")
+    except (ValueError, OSError) as err:  # bad input: a clear message, no traceback
+        outcome = Outcome(2, err=f"error: {err}{_no_checkout()}")
     for text, stream in outcome.streams():
         print(text, file=stream)
     return outcome.code
