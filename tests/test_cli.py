@@ -17,7 +17,7 @@ from gama_utils.core import run_folders
 from gama_utils.paths import CONFIGS, ROOT
 from gama_utils.runs import cli, profiles
 
-SUBCOMMANDS = ("reproduce", "profiles", "models", "check", "import", "report", "browse", "strip",
+SUBCOMMANDS = ("reproduce", "profiles", "models", "check", "import", "import-inspect", "report", "browse", "strip",
                "lint", "publish")
 
 
@@ -187,6 +187,18 @@ def test_lint_names_each_problem(tmp_path, capsys):
     assert any("she" in line.lower() for line in lines[1:])
     code, _, err = gama(capsys, "lint", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "missing.jsonl" in err
+
+
+def test_import_inspect_names_a_missing_extra_or_log(tmp_path, capsys):
+    import importlib.util
+
+    code, _, err = gama(capsys, "import-inspect", str(tmp_path / "missing.eval"), "--run", str(tmp_path / "run"))
+    assert code == 2
+    if importlib.util.find_spec("inspect_ai") is None:
+        assert 'needs the inspect extra: pip install -e ".[inspect]"' in err
+    else:
+        assert "missing.eval: no such Inspect log" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_makefile_calls_gama():

@@ -8,6 +8,7 @@ folder (GAMA_OUTPUTS). Every other runnable block must be listed in NOT_RUN with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -66,7 +67,7 @@ def test_every_runnable_block_is_run_or_excused():
             unexplained.append(body.splitlines()[0])
     assert unexplained == [], "README blocks neither run by this test nor excused in NOT_RUN"
     assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run", "gama-cli",
-            "hf-dataset"} <= set(blocks())
+            "hf-dataset", "inspect"} <= set(blocks())
 
 
 @pytest.fixture
@@ -158,6 +159,22 @@ def test_loading_the_dataset_runs_as_written(sandbox):
     assert done.stdout.splitlines() == [f"{counts['intimate']} {counts['public']} Value('string')", first]
 
 
+def test_gama_bench_inside_inspect_runs_as_written(sandbox):
+    """Two pairs, both arms, through Inspect, imported, analysed by 06: the answers 04 gives the same model."""
+    if not (ROOT / ".venv" / "bin" / "inspect").exists():
+        pytest.skip('the inspect extra is not installed in .venv (.venv/bin/pip install -e ".[inspect]")')
+    sandbox("inspect")
+    run = sandbox.outputs / "runs" / "inspect-sim"
+    responses = run_folders.load(run, "responses")
+    collected = respond.collect_responses(respond.select_pairs(respond.load_benchmark(), limit=2), ["sim/GPT-5.4"],
+                                          cache=False, progress=False)
+    assert sorted(responses.answer) == sorted(collected.answer) and responses.simulated.all()
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["stages"]
+    assert manifest["import_inspect"]["samples"] == 4 and "06_analyze" in json.loads(
+        (run / "timings.json").read_text())[0]["notebook"]
+    assert pd.read_csv(run / "tables" / "table2_intimate.csv")["Model"].tolist() == ["sim/GPT-5.4"]
+
+
 def test_the_package_table_names_every_package_and_module_and_only_those():
     """Every package of gama_utils has a row of the README's package table naming each of its modules (llm's and
     human's helpers aside), and every name there exists."""
@@ -178,7 +195,6 @@ def test_the_package_table_names_every_package_and_module_and_only_those():
 
 def test_the_lexicon_agreement_table_is_the_measured_one():
     """The README's per-metric agreement rows, rebuilt from data/lexicons/agreement.json."""
-    import json
 
     from gama_utils.core.metrics import metric
 

@@ -3,7 +3,7 @@
 Every subcommand calls the code the notebooks and the older entry points use: `reproduce` and `strip` are
 gama_utils.runs.orchestrate's, `publish` is gama_utils.runs.rebuild's, `lint` is gama_utils.bench.templates',
 `import` is gama_utils.collect.respond's, `report` is gama_utils.report.run_report's, `profiles`, `models` and
-`check` are gama_utils.runs.readiness'. Output is printed by
+`check` are gama_utils.runs.readiness', `import-inspect` is gama_utils.runs.inspect_import's. Output is printed by
 `main` only; the subcommands return an Outcome (exit code, standard output, standard error).
 """
 
@@ -31,6 +31,7 @@ The workflow, in order:
   gama check --profile paper        everything a profile still needs, listed at once (no request is sent)
   gama reproduce --profile offline  execute the notebooks headless (offline: simulated, no network, no key)
   gama import my_answers.csv --run mine    bring answers collected elsewhere, then reproduce --only 05 06 ...
+  gama import-inspect LOG --run R   an Inspect AI eval log as a run's responses and evaluations
   gama report RUN                   rebuild RUN's report.html and report.md
   gama browse RUN                   open RUN's answer browser
   gama lint [TEMPLATES]             lint a template bank
@@ -78,8 +79,15 @@ def _parser() -> argparse.ArgumentParser:
                   "finish_reason, group). Rows with an unknown pair, arm or a duplicate are named in the error.\n"
                   "Then: gama reproduce --run R --only 05 06 08 --set evaluator=lexicon (or an LLM judge).")
     imp.add_argument("file", help="answers collected elsewhere (.csv or .jsonl)")
-    imp.add_argument("--run", required=True, help="run name or folder under outputs/")
-    imp.add_argument("--replace", action="store_true", help="replace answers of another origin already in the run")
+    inspect = command("import-inspect", "Turn an Inspect AI eval log into a run's responses and evaluations",
+                      "The log of `inspect eval gama_utils/runs/inspect_task.py` (see the README, 'Using GAMA-Bench\n"
+                      "from other tools'). Its answers become responses (origin: imported from the log, named with\n"
+                      "its SHA-256 in the manifest) and its scores evaluations, so 06-08 and the report read it.\n"
+                      "Then: gama reproduce --run R --only 06.")
+    inspect.add_argument("log", help="an Inspect eval log (.eval or .json)")
+    for importer, what in ((imp, "answers of another origin"), (inspect, "answers or scores")):
+        importer.add_argument("--run", required=True, help="run name or folder under outputs/")
+        importer.add_argument("--replace", action="store_true", help=f"replace {what} already in the run")
     report = command("report", "Rebuild a run's report.html and report.md from what its folder holds")
     report.add_argument("run", help="run name (under outputs/runs/) or folder")
     browse = command("browse", "Open a run's answer browser (its prompts, answers and scores, side by side)")
@@ -125,6 +133,13 @@ def _import(args: argparse.Namespace) -> Outcome:
                       f"{responses.pair_id.nunique()} pairs -> {path}")
 
 
+def _import_inspect(args: argparse.Namespace) -> Outcome:
+    from gama_utils.runs import inspect_import
+
+    written = inspect_import.import_log(args.log, args.run, replace=args.replace)
+    return Outcome(0, "\n".join(f"{name}: {path}" for name, path in written.items()))
+
+
 def _report(args: argparse.Namespace) -> Outcome:
     from gama_utils.report.run_report import build_report
 
@@ -165,7 +180,7 @@ COMMANDS = {
     "reproduce": orchestrate.run_reproduce, "strip": orchestrate.run_strip,
     "profiles": lambda args: Outcome(0, _profiles()),
     "models": lambda args: Outcome(0, _table(readiness.model_rows(role=args.role))),
-    "check": _check, "import": _import, "report": _report, "browse": _browse,
+    "check": _check, "import": _import, "import-inspect": _import_inspect, "report": _report, "browse": _browse,
     "lint": _lint, "publish": _publish,
 }
 
@@ -185,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     orchestrate.log.setLevel(logging.INFO)
     try:
         outcome = COMMANDS[args.command](args)
-    except (ValueError, OSError) as err:  # bad input: a clear message, no traceback
+    except (ValueError, OSError, ImportError) as err:  # bad input or a missing extra: a clear message, no traceback
         outcome = Outcome(2, err=f"error: {err}{_no_checkout()}")
     for text, stream in outcome.streams():
         print(text, file=stream)
