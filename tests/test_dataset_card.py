@@ -51,10 +51,7 @@ def test_each_config_points_at_a_file_holding_exactly_its_rows(card, pairs):
         rows = (BENCHMARK / files["path"]).read_text(encoding="utf-8").splitlines()
         expected = lines if name == "all" else [line for line in lines if json.loads(line)["track"] == name]
         assert rows == expected, name
-        assert info[name]["splits"] == [{"name": "test", "num_examples": len(expected)}]
-        assert [f["name"] for f in info[name]["features"]] == list(PAIR_COLUMNS)
-        assert {f["dtype"] for f in info[name]["features"]} == {"string"}
-    assert sum(info[t]["splits"][0]["num_examples"] for t in ("intimate", "public")) == len(pairs)
+        assert info[name] == {"config_name": name, "features": [{"name": c, "dtype": "string"} for c in PAIR_COLUMNS]}
 
 
 def test_the_manifest_covers_the_track_files():

@@ -3,7 +3,8 @@
 `front_matter` gives the licence (the data is CC BY 4.0; the code is MIT, LICENSE at the repository root),
 language, task categories, size category, the features (every column of compilation.PAIR_COLUMNS, a string)
 and three `configs`: `all` (pairs.jsonl, the default), `intimate` and `public` (TRACK_FILES, one JSONL per track
-written by gama_utils.bench.publication), each with one `test` split, so
+written by gama_utils.bench.publication), each with one `test` split (`dataset_info` declares no split sizes: the
+datasets library wants their Arrow byte counts, which depend on its version; the datasheet gives the counts), so
 `datasets.load_dataset("data/gama_bench", "intimate")` loads a track with the declared features. Nothing here
 reads a clock or a version, so a rebuild gives the same bytes.
 """
@@ -34,15 +35,14 @@ def size_category(n: int) -> str:
     return next((label for bound, label in SIZE_CATEGORIES if n < bound), "n>1M")
 
 
-def config_files(pairs: pd.DataFrame) -> dict[str, tuple[str, int]]:
-    """config name → (its file, its number of pairs): `all`, then one per track."""
-    return {"all": (ALL_PAIRS, len(pairs)),
-            **{track: (name, int((pairs["track"] == track).sum())) for track, name in TRACK_FILES.items()}}
+def config_files() -> dict[str, str]:
+    """config name → its file: `all`, then one per track."""
+    return {"all": ALL_PAIRS, **TRACK_FILES}
 
 
 def card_data(pairs: pd.DataFrame) -> dict:
     """The card's metadata as a mapping (the YAML front matter, before dumping)."""
-    files = config_files(pairs)
+    files = config_files()
     return {
         "pretty_name": DATASET_NAME,
         "license": DATA_LICENSE,
@@ -55,9 +55,9 @@ def card_data(pairs: pd.DataFrame) -> dict:
         "task_categories": list(TASK_CATEGORIES),
         "tags": list(TAGS),
         "configs": [{"config_name": name, "data_files": [{"split": SPLIT, "path": path}],
-                     **({"default": True} if name == "all" else {})} for name, (path, _) in files.items()],
-        "dataset_info": [{"config_name": name, "features": [{"name": c, "dtype": "string"} for c in PAIR_COLUMNS],
-                          "splits": [{"name": SPLIT, "num_examples": n}]} for name, (_, n) in files.items()],
+                     **({"default": True} if name == "all" else {})} for name, path in files.items()],
+        "dataset_info": [{"config_name": name, "features": [{"name": c, "dtype": "string"} for c in PAIR_COLUMNS]}
+                         for name in files],
     }
 
 
