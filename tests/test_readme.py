@@ -8,6 +8,7 @@ folder (GAMA_OUTPUTS). Every other runnable block must be listed in NOT_RUN with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -65,7 +66,8 @@ def test_every_runnable_block_is_run_or_excused():
         if not any(key in body for key in NOT_RUN):
             unexplained.append(body.splitlines()[0])
     assert unexplained == [], "README blocks neither run by this test nor excused in NOT_RUN"
-    assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run"} <= set(blocks())
+    assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run", "gama-cli",
+            "hf-dataset", "inspect"} <= set(blocks())
 
 
 @pytest.fixture
@@ -73,7 +75,8 @@ def sandbox(tmp_path, _fake_openai_server):
     server = _fake_openai_server.reset()
     outputs = tmp_path / "outputs"
     outputs.mkdir()  # as in a clone, where outputs/ holds its README
-    env = {**os.environ, "GAMA_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "GAMA_OUTPUTS": str(outputs), "PYTHONPATH": str(ROOT), "HF_HOME": str(tmp_path / "hf"),
+           "HF_HUB_OFFLINE": "1"}
     env.pop("GAMA_MODELS", None)
     swaps = {"http://localhost:8000/v1": server.base_url, "https://api.example.com/v1": server.base_url,
              "my_models.yaml": str(tmp_path / "my_models.yaml"), "my_answers.csv": str(tmp_path / "my_answers.csv")}
@@ -136,6 +139,40 @@ def test_bringing_your_own_responses_runs_as_written(sandbox):
     table = pd.read_csv(run / "tables" / "table2_intimate.csv")
     assert table["Model"].tolist() == ["my-model"] and table["Group"].tolist() == ["Other models"]
     assert (run / "tables" / "evaluator_agreement.csv").exists()
+
+
+def test_the_gama_command_runs_as_written(sandbox):
+    done = sandbox("gama-cli")
+    assert done.stdout.startswith("usage: gama [-h] COMMAND")
+    assert "profile offline: ready (nothing missing)" in done.stdout
+    run = sandbox.outputs / "runs" / "cli-tour"
+    assert run_folders.load(run, "responses").pair_id.nunique() == 4
+    assert (run / "tables" / "table2_intimate.csv").exists() and (run / "report.html").exists()
+
+
+def test_loading_the_dataset_runs_as_written(sandbox):
+    """1,298 pairs: 305 intimate, 993 public (data/gama_bench/README.md's composition table)."""
+    pairs = pd.read_json(ROOT / "data" / "gama_bench" / "pairs.jsonl", lines=True, dtype=False)
+    done = sandbox("hf-dataset")
+    counts = pairs["track"].value_counts()
+    first = pairs[pairs["track"] == "intimate"].iloc[0]["prompt_male"][:60]
+    assert done.stdout.splitlines() == [f"{counts['intimate']} {counts['public']} Value('string')", first]
+
+
+def test_gama_bench_inside_inspect_runs_as_written(sandbox):
+    """Two pairs, both arms, through Inspect, imported, analysed by 06: the answers 04 gives the same model."""
+    if not (ROOT / ".venv" / "bin" / "inspect").exists():
+        pytest.skip('the inspect extra is not installed in .venv (.venv/bin/pip install -e ".[inspect]")')
+    sandbox("inspect")
+    run = sandbox.outputs / "runs" / "inspect-sim"
+    responses = run_folders.load(run, "responses")
+    collected = respond.collect_responses(respond.select_pairs(respond.load_benchmark(), limit=2), ["sim/GPT-5.4"],
+                                          cache=False, progress=False)
+    assert sorted(responses.answer) == sorted(collected.answer) and responses.simulated.all()
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["stages"]
+    assert manifest["import_inspect"]["samples"] == 4 and "06_analyze" in json.loads(
+        (run / "timings.json").read_text())[0]["notebook"]
+    assert pd.read_csv(run / "tables" / "table2_intimate.csv")["Model"].tolist() == ["sim/GPT-5.4"]
 
 
 def test_the_package_table_names_every_package_and_module_and_only_those():

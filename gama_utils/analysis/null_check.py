@@ -41,7 +41,7 @@ SCOPES = (("model × track × metric", ()), ("… × dimension", ("dimension",))
 def is_offline_judge(judge: str | dict | llm.ModelSpec | Judge) -> bool:
     """Whether scoring with `judge` costs nothing and needs no network (the lexicon, a sim model, a rule)."""
     found = resolve_judge(judge)
-    return found.spec is None or found.spec.client == "sim"
+    return found.spec.client == "sim" if found.spec is not None else not found.is_model
 
 
 def should_run(requested: bool | None, judge: str | dict | llm.ModelSpec, simulated: bool) -> bool:

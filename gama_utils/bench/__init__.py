@@ -2,7 +2,7 @@
 
 templates (the authored bank) → lint, wording, gender_cues (checks) → generate → review → compilation
 (mirror) → deduplication (embeddings) → screening → composition, bank_metadata, bank_audit, datasheet,
-benchmark_figures → publication.
+benchmark_figures → publication (with dataset_card: the Hugging Face card's front matter, licence and configs).
 """
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "screening",
     "composition",
     "datasheet",
+    "dataset_card",
     "benchmark_figures",
     "publication",
 ]

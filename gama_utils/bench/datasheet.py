@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from gama_utils.bench import bank_metadata, embeddings, wording
+from gama_utils.bench import bank_metadata, dataset_card, embeddings, wording
 from gama_utils.bench.benchmark_figures import DATASET_NAME
 from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import OURS, PAPER, composition_table
@@ -152,6 +152,7 @@ def context(pairs: pd.DataFrame, summary: dict, measured: dict, manifest: str) -
         "third_party_vocabulary": bank_metadata.THIRD_PARTIES,
         "female_at_least": bank_metadata.FEMALE_AT_LEAST, "male_at_most": bank_metadata.MALE_AT_MOST,
         "cross_bank_reasoning": embeddings.CROSS_BANK_REASONING, "cross_bank_default": embeddings.CROSS_BANK_THRESHOLD,
+        "track_files": dataset_card.TRACK_FILES, "data_license_name": dataset_card.DATA_LICENSE_NAME,
         "summary": summary, "m": measured,
     }
 

@@ -1,9 +1,10 @@
 """Publication of the benchmark: its files and manifest, the accounting of dropped templates, publish, rebuild.
 
 The benchmark folder holds exactly BENCHMARK_FILES: pairs.jsonl / pairs.csv (compilation.PAIR_COLUMNS),
-the datasheet README.md (gama_utils.bench.datasheet), the figures (PNG, PDF) and MANIFEST.sha256
-(sha256sum format) over the data files and the datasheet; the figures are illustrations redrawn
-from pairs.jsonl and are not part of it.
+intimate.jsonl / public.jsonl (the same rows, one file per track, for the dataset card's configs), the
+datasheet README.md (gama_utils.bench.datasheet) opening with the Hugging Face dataset card's YAML front
+matter (gama_utils.bench.dataset_card), the figures (PNG, PDF) and MANIFEST.sha256 (sha256sum format) over
+the data files and the datasheet; the figures are illustrations redrawn from pairs.jsonl and are not part of it.
 
 Every template the bank promises becomes a pair or is listed in `dropped_templates` with why
 (generation, gender cue, lint problem, review, near-duplicate, screening). `publish` refuses a
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gama_utils.bench import benchmark_figures, datasheet
+from gama_utils.bench import benchmark_figures, dataset_card, datasheet
 from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import cells_missing
 from gama_utils.bench.review import is_gender_problem
@@ -33,7 +34,7 @@ from gama_utils.paths import BENCHMARK, resolve
 
 log = logging.getLogger(__name__)
 
-DATA_FILES = ("pairs.jsonl", "pairs.csv", "README.md")
+DATA_FILES = ("pairs.jsonl", "pairs.csv", *dataset_card.TRACK_FILES.values(), "README.md")
 FIGURE_FILES = ("composition.png", "composition.pdf", "wordcloud.png", "wordcloud.pdf")
 MANIFEST = "MANIFEST.sha256"
 BENCHMARK_FILES = (*DATA_FILES, MANIFEST, *FIGURE_FILES)
@@ -94,11 +95,15 @@ def manifest_problems(folder: str | Path) -> list[str]:
 
 
 def write_benchmark(pairs: pd.DataFrame, folder: str | Path, summary: dict, measured: dict) -> dict[str, Path]:
-    """Write the benchmark folder: pairs.jsonl/.csv, the datasheet, the two figures (PNG, PDF), the manifest."""
+    """Write the benchmark folder: pairs.jsonl/.csv, one JSONL per track, the dataset card and datasheet, the two
+    figures (PNG, PDF), the manifest."""
     folder = resolve(folder)
+    card = dataset_card.front_matter(pairs) + datasheet.render(pairs, summary, measured, MANIFEST)
     written = {"pairs.jsonl": atomic_write(folder / "pairs.jsonl", pairs_jsonl(pairs)),
                "pairs.csv": atomic_write(folder / "pairs.csv", pairs_csv(pairs)),
-               "README.md": atomic_write(folder / "README.md", datasheet.render(pairs, summary, measured, MANIFEST))}
+               **{name: atomic_write(folder / name, pairs_jsonl(pairs[pairs["track"] == track]))
+                  for track, name in dataset_card.TRACK_FILES.items()},
+               "README.md": atomic_write(folder / "README.md", card)}
     note = benchmark_figures.construction_note(summary)
     for stem, figure in (("composition", benchmark_figures.composition_figure(pairs, note)),
                          ("wordcloud", benchmark_figures.wordcloud_figure(pairs, note))):

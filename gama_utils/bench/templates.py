@@ -11,7 +11,9 @@ template); `gama_utils.bench.bank_metadata` defines the vocabularies, and 03 car
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -205,21 +207,35 @@ def save_templates(templates: pd.DataFrame | Iterable[dict], path: str | Path) -
     return path
 
 
-if __name__ == "__main__":
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(prog="python -m gama_utils.bench.templates", description="Lint template files.")
+def add_lint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of the template lint (shared by `gama lint` and `python -m gama_utils.bench.templates`)."""
     parser.add_argument("path", nargs="?", help="a .jsonl file or a folder (default data/templates)")
     parser.add_argument("--v2", action="store_true", help="also apply the bank v2 wording rules")
-    args = parser.parse_args()
+
+
+def run_lint(args: argparse.Namespace) -> tuple[int, str, str]:
+    """Lint from parsed arguments: (exit code, report, error); 0 clean, 1 problems, 2 a file that cannot be read."""
     try:
         frame = load_templates(args.path)
     except TemplateFileError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        return 2, "", f"error: {err}"
     report = lint_bank(frame, v2_rules=True if args.v2 else None)
-    print(f"{len(frame)} templates, {report.template_id.nunique()} with problems")
-    for row in report.itertuples(index=False):
-        print(f"{row.template_id}: {row.problem}")
-    sys.exit(1 if len(report) else 0)
+    lines = [f"{len(frame)} templates, {report.template_id.nunique()} with problems",
+             *(f"{row.template_id}: {row.problem}" for row in report.itertuples(index=False))]
+    return (1 if len(report) else 0), "\n".join(lines), ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m gama_utils.bench.templates [PATH] [--v2]`."""
+    parser = argparse.ArgumentParser(prog="python -m gama_utils.bench.templates", description="Lint template files.")
+    add_lint_arguments(parser)
+    code, out, err = run_lint(parser.parse_args(argv))
+    if out:
+        print(out)
+    if err:
+        print(err, file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

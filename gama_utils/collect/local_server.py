@@ -135,6 +135,30 @@ def llama_cpp_server(model: str | Path | None = None, alias: str = DEFAULT_ALIAS
 SERVER_KINDS = ("llama_cpp",)
 
 
+def server_problems(settings: dict) -> list[str]:
+    """What keeps a profile's `server:` from starting (unknown kind or settings, the local extra missing)."""
+    settings = dict(settings)
+    kind = settings.pop("kind", None)
+    if kind not in SERVER_KINDS:
+        return [f"profile server kind {kind!r} is not one of {', '.join(SERVER_KINDS)}"]
+    problems = []
+    unknown = set(settings) - {"model", "alias", "port", "n_ctx", "n_threads"}
+    if unknown:
+        problems.append(f"profile server settings {sorted(unknown)} are unknown; expected model, alias, port, n_ctx, "
+                        "n_threads")
+    if importlib.util.find_spec("llama_cpp") is None:
+        problems.append(f"llama-cpp-python is not installed; {INSTALL_HINT}")
+    if settings.get("model"):
+        if not Path(settings["model"]).exists():
+            problems.append(f"profile server model {settings['model']}: no such file")
+    else:
+        try:
+            smollm2_gguf()
+        except LocalServerError as err:
+            problems.append(str(err))
+    return problems
+
+
 def serve(settings: dict) -> contextlib.AbstractContextManager[str]:
     """The server a run profile's `server:` section describes: {kind: llama_cpp, model: <gguf or null>, alias: ...}."""
     settings = dict(settings)

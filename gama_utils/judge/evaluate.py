@@ -33,9 +33,9 @@ from gama_utils.judge.judges import evaluator_prompt as _item_prompt
 from gama_utils.llm.structured import InvalidAnswer, validate
 
 __all__ = ["ACTORS", "BLIND_ACTOR", "OriginError", "check_evaluations_origin", "check_terms", "evaluate_all",
-           "evaluate_responses", "evaluation_row", "evaluation_summary", "evaluator_name", "evaluator_prompt",
-           "metric_means", "parse_output", "primary_evaluator", "resolve_judge", "response_format",
-           "save_evaluations", "shown_item"]
+           "evaluate_responses", "evaluation_row", "evaluation_summary", "evaluations_frame", "evaluator_name",
+           "evaluator_prompt", "metric_means", "parse_output", "primary_evaluator", "resolve_judge", "response_format",
+           "save_evaluations", "shown_item", "unscorable"]
 ACTORS = {"male": "the narrator, a man", "female": "the narrator, a woman", "neutral": "the narrator, a person"}
 BLIND_ACTOR = "the narrator (identity withheld)"
 JudgeLike = str | dict | llm.ModelSpec | Judge
@@ -49,7 +49,7 @@ def parse_output(text: str | None) -> tuple[BaseModel | None, str | None]:
         return None, str(err)
 
 
-def _failed(record: dict) -> str | None:
+def unscorable(record: dict) -> str | None:
     """Why a response cannot be evaluated (failed request or empty answer), else None."""
     error, answer = record.get("error"), record.get("answer")
     if error is not None and not (isinstance(error, float) and pd.isna(error)):
@@ -88,7 +88,7 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: JudgeLike, blind: boo
     rows: list[dict[str, Any] | None] = [None] * len(records)
     scored: list[int] = []
     for i, record in enumerate(records):
-        reason = _failed(record)
+        reason = unscorable(record)
         if reason:
             rows[i] = evaluation_row(record, None, judge.name, blind, reason=reason, attempts=0)
         else:
@@ -106,14 +106,15 @@ def evaluate_responses(responses: pd.DataFrame, evaluator: JudgeLike, blind: boo
         rows[i] = evaluation_row(records[i], outcome.value, judge.name, blind, reason=outcome.reason,
                                  raw=outcome.raw, attempts=outcome.attempts, simulated=outcome.simulated,
                                  answer=item.answer)
-    return _frame([row for row in rows if row is not None])
+    return evaluations_frame([row for row in rows if row is not None])
 
 
 def _response_key(record: dict) -> str:
     return f"{record['model']}|{record['pair_id']}|{record['arm']}|{record['sample']}"
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
+def evaluations_frame(rows: list[dict]) -> pd.DataFrame:
+    """The evaluations frame of evaluation_row rows (the optional columns some rows have, then the audit columns)."""
     optional = [c for c in OPTIONAL_KEYS if any(c in row for row in rows)]
     return pd.DataFrame(rows, columns=[*evaluations_columns(), *optional, "dropped_terms", "attempts", "raw"])
 

@@ -8,6 +8,8 @@ evaluator answer (`rubric.evaluator_model()`). Kinds:
   model of the "sim" backend) asked the evaluator prompt, its answer constrained to the JSON
   schema per the spec's `structured_output`, parsed, validated and re-asked (gama_utils.llm.structured).
 - `LexiconJudge`: the deterministic reading of each metric's `lexicon_cue` (gama_utils.judge.lexicon).
+- `ImportedJudge(name)`: a model grader outside the project whose scores were imported, named
+  "inspect:<model>" (gama_utils.runs.inspect_import): it can be named, selected and compared, not asked.
 - a collaborator's own: subclass `Judge`, implement `read(answer) -> dict` (or `score` for
   batches) and `register_judge(MyJudge())`; every notebook parameter that names a judge then
   accepts its name.
@@ -182,12 +184,35 @@ def registered_judges() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
 
+IMPORTED_PREFIX = "inspect:"  # the evaluator name of scores imported from an Inspect AI log
+
+
+class ImportedJudge(Judge):
+    """A model that graded answers outside the project (an Inspect AI grader): named in imported scores, not asked."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def is_model(self) -> bool:
+        return True
+
+    def score(self, items: Sequence[Item], *, max_reasks: int = 2, cache: Any = None,
+              concurrency: int | None = None, budget: llm.Budget | None = None,
+              progress: bool = True) -> list[Outcome]:
+        raise ValueError(f"judge {self.name!r} scored these answers outside the project (imported scores); it "
+                         "cannot be asked here: score again with a registry model or the lexicon")
+
+
 def resolve_judge(judge: str | dict | llm.ModelSpec | Judge) -> Judge:
-    """A Judge from a Judge, a registered judge's name, or anything the llm layer resolves to a model."""
+    """A Judge from a Judge, a registered judge's name, an imported grader's name ("inspect:<model>"), or anything
+    the llm layer resolves to a model."""
     if isinstance(judge, Judge):
         return judge
     if isinstance(judge, str) and judge in _REGISTRY:
         return _REGISTRY[judge]
+    if isinstance(judge, str) and judge.startswith(IMPORTED_PREFIX):
+        return ImportedJudge(judge)
     return LLMJudge(llm.resolve_model(judge))
 
 

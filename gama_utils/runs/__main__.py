@@ -1,7 +1,7 @@
-"""`python -m gama_utils.runs`: the orchestrator's command line."""
+"""`python -m gama_utils.runs`: the `gama` command (gama_utils.runs.cli)."""
 
 import sys
 
-from gama_utils.runs.orchestrate import main
+from gama_utils.runs.cli import main
 
 sys.exit(main())

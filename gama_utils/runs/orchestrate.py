@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple, TextIO
 
 import yaml
 
@@ -37,8 +38,8 @@ from gama_utils.runs.parameters import ParameterError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_KERNEL", "execute_notebooks", "main", "notebook_hygiene", "notebooks_in_order", "reproduce",
-           "strip_notebook"]
+__all__ = ["DEFAULT_KERNEL", "Outcome", "add_reproduce_arguments", "add_strip_arguments", "execute_notebooks", "main",
+           "notebook_hygiene", "notebooks_in_order", "reproduce", "run_reproduce", "run_strip", "strip_notebook"]
 DEFAULT_KERNEL = "gama-bench"
 
 
@@ -191,46 +192,74 @@ def strip_notebook(path: Path) -> None:
     Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def add_reproduce_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `reproduce` (shared by `gama reproduce` and `python -m gama_utils.runs reproduce`)."""
+    parser.add_argument("--profile", default="offline",
+                        help="a profile of configs/profiles/ (default offline; `gama profiles` lists them)")
+    parser.add_argument("--run", default=None, help="run name or folder under outputs/ (default: the profile's name)")
+    parser.add_argument("--run-dir-anywhere", dest="anywhere", action="store_true",
+                        help="allow a run folder outside outputs/ (never a folder of the repository)")
+    parser.add_argument("--kernel", default=DEFAULT_KERNEL, help=f"Jupyter kernel (default {DEFAULT_KERNEL})")
+    parser.add_argument("--only", nargs="*", help="notebook stems or numbers to run, e.g. --only 05 06")
+    parser.add_argument("--set", dest="overrides", action="append", type=_parse_override, default=[],
+                        metavar="KEY=VALUE", help="override a notebook parameter (YAML value), e.g. --set max_usd=500")
+    parser.add_argument("--no-report", dest="report", action="store_false", help="skip report.html at the end")
+
+
+class Outcome(NamedTuple):
+    """What a command did: its exit code and the text for standard output and standard error (printed by main)."""
+
+    code: int
+    out: str = ""
+    err: str = ""
+
+    def streams(self) -> list[tuple[str, TextIO]]:
+        """(text, stream) to print, standard output first; empty texts left out."""
+        return [(text, stream) for text, stream in ((self.out, sys.stdout), (self.err, sys.stderr)) if text]
+
+
+def run_reproduce(args: argparse.Namespace) -> Outcome:
+    """`reproduce` from parsed options: 0 done, 2 refused before anything ran, 1 a notebook or key check failed."""
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        done = reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report,
+                         args.anywhere)
+    except (ParameterError, FileNotFoundError) as err:
+        return Outcome(2, err=f"error: {err}")
+    except credentials.SecretInFileError as err:
+        return Outcome(1, err=f"error: {err}")
+    except PapermillExecutionError as err:
+        return Outcome(1, err=f"error: a notebook failed (its executed copy is in the run's notebooks/): {err.ename}: "
+                              f"{err.evalue}")
+    return Outcome(0, "\n".join(f"{row['notebook']}: {row['seconds']} s" for row in done))
+
+
+def add_strip_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `strip`."""
+    parser.add_argument("paths", nargs="+", help="notebook files")
+
+
+def run_strip(args: argparse.Namespace) -> Outcome:
+    """`strip` from parsed arguments."""
+    for p in args.paths:
+        strip_notebook(Path(p))
+    return Outcome(0)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gama_utils.runs")
+    """`reproduce` and `strip` alone (the `gama` command, gama_utils.runs.cli, has them and the rest)."""
+    parser = argparse.ArgumentParser(prog="python -m gama_utils.runs.orchestrate")
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("reproduce", help="execute every notebook headless with papermill")
-    rep.add_argument("--profile", default="offline")
-    rep.add_argument("--run", default=None, help="run name or folder under outputs/ (default: the profile's name)")
-    rep.add_argument("--run-dir-anywhere", dest="anywhere", action="store_true",
-                     help="allow a run folder outside outputs/ (never a folder of the repository)")
-    rep.add_argument("--kernel", default=DEFAULT_KERNEL)
-    rep.add_argument("--only", nargs="*", help="notebook stems or numbers to run")
-    rep.add_argument("--set", dest="overrides", action="append", type=_parse_override, default=[],
-                     metavar="KEY=VALUE", help="override a notebook parameter (YAML value), e.g. --set max_usd=500")
-    rep.add_argument("--no-report", dest="report", action="store_false")
-    strip = sub.add_parser("strip", help="strip outputs and run metadata from notebooks")
-    strip.add_argument("paths", nargs="+")
+    add_reproduce_arguments(sub.add_parser("reproduce", help="execute every notebook headless with papermill"))
+    add_strip_arguments(sub.add_parser("strip", help="strip outputs and run metadata from notebooks"))
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(message)s", stream=sys.stdout)
     log.setLevel(logging.INFO)
-    from papermill.exceptions import PapermillExecutionError
-
-    if args.command == "reproduce":
-        try:
-            done = reproduce(args.profile, args.run, args.kernel, args.only, dict(args.overrides), args.report,
-                             args.anywhere)
-        except (ParameterError, FileNotFoundError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        except credentials.SecretInFileError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 1
-        except PapermillExecutionError as err:
-            print(f"error: a notebook failed (its executed copy is in the run's notebooks/): {err.ename}: {err.evalue}",
-                  file=sys.stderr)
-            return 1
-        for row in done:
-            print(f"{row['notebook']}: {row['seconds']} s")
-    else:
-        for p in args.paths:
-            strip_notebook(Path(p))
-    return 0
+    outcome = run_reproduce(args) if args.command == "reproduce" else run_strip(args)
+    for text, stream in outcome.streams():
+        print(text, file=stream)
+    return outcome.code
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ class NotebookParameters(BaseModel):
         """Checks on the files the notebook will touch, before it does anything (the run folder's place)."""
         run_folders.run_dir(self.run_dir)
 
+    def models(self) -> list[ModelSpec]:
+        """The models this notebook will ask, targets and judges (none here; ConfigError for an unknown one)."""
+        return []
+
 
 class Generate(NotebookParameters):
     """01_generate."""
@@ -63,6 +67,12 @@ class Generate(NotebookParameters):
                                                        "the template bank holds there")
     templates_path: str | None = Field(None, description="a template .jsonl file or folder; None: data/templates")
 
+    def models(self) -> list[ModelSpec]:
+        """The generators 01 will ask."""
+        from gama_utils import llm
+
+        return [llm.resolve_model(m) for m in self.generators]
+
 
 class Review(NotebookParameters):
     """02_review."""
@@ -72,6 +82,12 @@ class Review(NotebookParameters):
         description="registry aliases or inline specs; two models at least (none reviews its own generation)")
     templates_path: str | None = Field(None, description="the bank the simulated reviewers lint (a .jsonl file or "
                                                          "folder); None: data/templates")
+
+    def models(self) -> list[ModelSpec]:
+        """The reviewers 02 will ask."""
+        from gama_utils import llm
+
+        return [llm.resolve_model(m) for m in self.reviewers]
 
 
 class Compile(NotebookParameters):
@@ -93,6 +109,13 @@ class Compile(NotebookParameters):
                                                  "datasheet)")
     templates_path: str | None = Field(None, description="the bank the simulated compiler copies texts from (.jsonl "
                                                          "file or folder); None: data/templates")
+
+    def models(self) -> list[ModelSpec]:
+        """The compiler 03 will ask, and the embedding model when the backend is "openai:<alias>"."""
+        from gama_utils import llm
+
+        embedder = self.embedding_backend.partition("openai:")[2]
+        return [llm.resolve_model(m) for m in (self.compiler, *([embedder] if embedder else []))]
 
 
 class _Paid(NotebookParameters):
@@ -130,12 +153,23 @@ class Respond(_Paid):
 
     def preflight(self) -> None:
         """The run folder's place, and the answers already in it (refused when of another origin)."""
-        from gama_utils.analysis import paper
         from gama_utils.collect import respond
 
         super().preflight()
-        targets = self.target_models or paper.model_aliases(self.backend)
-        respond.check_responses_origin(run_folders.run_dir(self.run_dir), targets, self.pairs_path, self.replace)
+        respond.check_responses_origin(run_folders.run_dir(self.run_dir), self.targets(), self.pairs_path,
+                                       self.replace)
+
+    def targets(self) -> list[ModelRef]:
+        """The target models as 04 reads them: target_models, or the paper's ten on `backend`."""
+        from gama_utils.analysis import paper
+
+        return list(self.target_models or paper.model_aliases(self.backend))
+
+    def models(self) -> list[ModelSpec]:
+        """The target models 04 will ask."""
+        from gama_utils import llm
+
+        return [llm.resolve_model(m) for m in self.targets()]
 
 
 class Evaluate(_Paid):
@@ -158,6 +192,12 @@ class Evaluate(_Paid):
         judge = self.evaluator or judges.default_judge(self.backend)
         evaluate.check_evaluations_origin(run_folders.run_dir(self.run_dir), evaluate.evaluator_name(judge),
                                           self.replace)
+
+    def models(self) -> list[ModelSpec]:
+        """The evaluator 05 will ask (none for the lexicon)."""
+        from gama_utils.judge import judges
+
+        return judges.model_specs([self.evaluator or judges.default_judge(self.backend)])
 
 
 class Analyze(NotebookParameters):
@@ -191,6 +231,18 @@ class Ablation(_Paid):
     n_boot: Annotated[int, Field(ge=0)] = Field(2000, description="bootstrap resamples for the CIs (0: no CIs)")
     seed: Seed = Field(0, description="request order and bootstrap seed")
 
+    def models(self) -> list[ModelSpec]:
+        """The variants 07 will ask (with their base_urls) and its evaluator."""
+        from gama_utils import llm
+        from gama_utils.analysis import paper
+        from gama_utils.judge import judges
+
+        variants = [llm.resolve_model(v) for v in (self.variants or paper.model_aliases(self.backend,
+                                                                                        paper.QWEN_VARIANTS))]
+        variants = [v.model_copy(update={"base_url": self.base_urls[v.alias]}) if v.alias in self.base_urls else v
+                    for v in variants]
+        return variants + judges.model_specs([self.evaluator or judges.default_judge(self.backend)])
+
 
 class Robustness(_Paid):
     """08_robustness."""
@@ -215,6 +267,13 @@ class Robustness(_Paid):
                                                                "real annotators")
     simulated_annotators: bool = Field(True, description="with no completed sheets: True lets SIMULATED annotators "
                                                          "fill them; False exports only")
+
+    def models(self) -> list[ModelSpec]:
+        """The judges 08 may ask: evaluator A when given, evaluator B (the swap judge) and the third judge."""
+        from gama_utils.judge import judges
+
+        swap = self.swap_evaluator or judges.default_judge(self.backend, "swap")
+        return judges.model_specs([j for j in (self.evaluator_a, swap, self.third_judge) if j])
 
 
 SCHEMAS: dict[str, type[NotebookParameters]] = {

@@ -41,33 +41,44 @@ def rebuild(templates: str | Path | None = None, run: str | Path = "benchmark", 
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line: `[TEMPLATES] [--allow-drops] [--run NAME] [--target DIR] [--kernel NAME]`."""
-    from papermill.exceptions import PapermillExecutionError
-
-    from gama_utils.bench.templates import TemplateFileError
-
-    parser = argparse.ArgumentParser(prog="python -m gama_utils.runs.rebuild",
-                                     description="Rebuild the benchmark offline from a template bank and publish it.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the rebuild (shared by `gama publish` and `python -m gama_utils.runs.rebuild`)."""
     parser.add_argument("templates", nargs="?", help="a .jsonl template file or a folder (default data/templates)")
     parser.add_argument("--allow-drops", action="store_true",
                         help="publish even when templates were dropped (each is listed in the datasheet)")
     parser.add_argument("--run", default="benchmark", help="run folder name or path (default outputs/runs/benchmark)")
     parser.add_argument("--target", default=str(BENCHMARK), help="where to publish (default data/gama_bench)")
     parser.add_argument("--kernel", default=DEFAULT_KERNEL)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+def run(args: argparse.Namespace) -> tuple[int, list[Path]]:
+    """The rebuild from parsed options: (0, the files published), or (1, []) refused or a notebook failed (logged)."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from gama_utils.bench.templates import TemplateFileError
+
     try:
         written = rebuild(args.templates, args.run, args.kernel, allow_drops=args.allow_drops, target=args.target)
     except (IncompleteBenchmarkError, TemplateFileError) as err:
         log.error("%s", err)
-        return 1
+        return 1, []
     except PapermillExecutionError as err:
         log.error("a notebook failed (its executed copy is in the run's notebooks/): %s: %s", err.ename, err.evalue)
-        return 1
+        return 1, []
+    return 0, written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: `[TEMPLATES] [--allow-drops] [--run NAME] [--target DIR] [--kernel NAME]`."""
+    parser = argparse.ArgumentParser(prog="python -m gama_utils.runs.rebuild",
+                                     description="Rebuild the benchmark offline from a template bank and publish it.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    code, written = run(args)
     for path in written:
         print(path)
-    return 0
+    return code
 
 
 if __name__ == "__main__":
