@@ -161,3 +161,21 @@ def test_papermill_with_a_misspelt_parameter_stops_in_the_first_cell(tmp_path):
     assert caught.value.ename == "ParameterError"
     assert "n_bot: this notebook has no such parameter; did you mean 'n_boot'?" in caught.value.evalue
     assert not (tmp_path / "run").exists()
+
+
+def test_a_notebook_run_is_recorded_in_the_manifest_from_papermill_or_jupyterlab(tmp_path):
+    """06_analyze records no stage of its own: its first line records the run, with how it ran and its parameters."""
+    run = tmp_path / "run"
+    interactive = {"run_dir": str(run), "n_boot": 10, "In": ["", "parameters.check('06_analyze', globals())"],
+                   "get_ipython": print}
+    parameters.check("06_analyze", interactive)
+    entry = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["notebook_runs"]["06_analyze"]
+    assert entry["how"] == "interactive" and entry["parameters"]["n_boot"] == 10 and entry["at"].endswith("Z")
+    injected = '# Parameters\nrun_dir = "x"\nn_boot = 20\n'
+    papermill = {**interactive, "n_boot": 20, "In": ["", _parameters_cell("06_analyze"), injected]}
+    parameters.check("06_analyze", papermill)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["notebook_runs"]["06_analyze"]["how"] == "papermill"
+    assert manifest["notebook_runs"]["06_analyze"]["parameters"]["n_boot"] == 20
+    parameters.check("06_analyze", {"run_dir": str(tmp_path / "plain"), "n_boot": 10})  # outside a kernel
+    assert not (tmp_path / "plain" / "manifest.json").exists()

@@ -62,6 +62,9 @@ STRATA = "Dimension, severity and scenario metadata (App. B and beyond)"
 
 OTHER = "Other artifacts"
 
+STALE_REPORT = ("report.html predates the tables and figures this notebook writes: rebuild it with "
+                "`make report RUN={run}` (or `python -m gama_utils.report.run_report {run}`).")
+
 SECTIONS: tuple[str, ...] = (BENCHMARK, RESPONSES, MAIN, CHECKS, ABLATION, ROBUSTNESS, HUMAN, STRATA)
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -161,6 +164,13 @@ class Outputs:
         self.run = Path(run)
         self.notebook = notebook
         self.show = show
+        self._told_stale = False
+
+    def _stale_report(self) -> None:
+        """Say once, after the first file this notebook writes, that an existing report.html no longer shows it."""
+        if self.show and not self._told_stale and (self.run / "report.html").exists():
+            self._told_stale = True
+            display(Markdown(f"*{STALE_REPORT.format(run=markdown_text(self.run.name))}*"))
 
     def table(self, table: pd.DataFrame | Absent, name: str, caption: str, explanation: str, section: str,
               simulated: bool | None = None, control: bool = False) -> None:
@@ -176,6 +186,7 @@ class Outputs:
             return
         paths = write_table(table, self.run / "tables", name, caption, simulated)
         register(self.run, entry)
+        self._stale_report()
         if self.show:
             shown = paths["md"].read_text(encoding="utf-8").splitlines()[0]
             display(Markdown(f"**{shown}** {markdown_text(entry.explanation)}"))
@@ -192,6 +203,7 @@ class Outputs:
             return
         save_figure(fig, self.run / "figures", name)
         register(self.run, entry)
+        self._stale_report()
         if self.show:
             note = provenance_note(self.run / "figures", simulated=False)
             display(Markdown(markdown_text(f"{note} {entry.explanation}".strip())))

@@ -681,7 +681,16 @@ def build_report(run: str | Path) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gama_utils.report.run_report", description=build_report.__doc__)
     parser.add_argument("run", help="run folder, or a run name under outputs/runs/")
+    parser.add_argument("--check", action="store_true",
+                        help="build nothing: list the files written after report.html and exit 1 if there are any")
     args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files(args.run)
+        for path in stale:
+            print(f"newer than the report: {path}")
+        if stale:
+            print(f"report.html is stale: rebuild it with make report RUN={args.run}")
+        return 1 if stale else 0
     for kind, path in build_report(args.run).items():
         print(f"{kind}: {path}")
     return 0

@@ -117,8 +117,11 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
                                  lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
                                  label=profile)
     if report:
+        from gama_utils.report.browser import build_browser
         from gama_utils.report.run_report import build_report
 
+        if (run_path / "pairs.jsonl").exists():
+            log.info("answer browser: %s", build_browser(run_path))
         written = build_report(run_path)
         credentials.check_run_files(run_path)
         log.info("report: %s", written["html"])

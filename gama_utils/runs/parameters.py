@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -300,9 +301,21 @@ def injected_names(namespace: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def how_run(namespace: Mapping[str, Any]) -> str:
+    """"papermill" when the kernel's input history holds papermill's injected parameters cell, else "interactive"."""
+    history = namespace.get("In")
+    injected = isinstance(history, list) and any(isinstance(source, str) and source.startswith(INJECTED_HEADER)
+                                                 for source in history)
+    return "papermill" if injected else "interactive"
+
+
 def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     """A notebook's first line: validate its parameters as they stand in its namespace, then the files it will
-    touch (run folder, answers of another origin); one ParameterError with every problem before anything runs."""
+    touch (run folder, answers of another origin); one ParameterError with every problem before anything runs.
+
+    Inside a kernel (the namespace has IPython's get_ipython), the run is then recorded in the run's
+    manifest.json ("notebook_runs": how it ran, when, the parameters), from papermill or JupyterLab alike.
+    """
     model = schema(notebook)
     values = {name: namespace[name] for name in model.model_fields if name in namespace}
     stray = {name: value for name, value in namespace.items()
@@ -318,4 +331,7 @@ def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
         params.preflight()
     except ValueError as err:
         raise ParameterError([f"{notebook}: {err}"]) from None
+    if "get_ipython" in namespace:
+        recorded = json.loads(json.dumps(params.model_dump(), default=str))
+        run_folders.record_notebook_run(params.run_dir, notebook, how_run(namespace), recorded)
     return params
