@@ -122,3 +122,28 @@ def test_stale_files_are_the_tables_written_after_the_report(tmp_path: Path):
     assert report.stale_files(tmp_path) == [new]
     (tmp_path / "report.html").unlink()
     assert report.stale_files(tmp_path) == [new, old]
+
+
+def test_a_run_of_imported_answers_says_so_on_its_first_line(tmp_path: Path):
+    from gama_utils.collect import respond
+    from gama_utils.core.run_folders import file_sha256
+
+    pairs = pd.DataFrame({"pair_id": ["p1"], "track": ["public"], "dimension": ["road_rage"], "severity": ["L1"],
+                          "style": ["plain"], "prompt_male": ["I am a man."], "prompt_female": ["I am a woman."]})
+    answers = tmp_path / "my_answers.csv"
+    pd.DataFrame({"pair_id": ["p1", "p1"], "model": "mine", "arm": ["male", "female"],
+                  "answer": ["No.", "Yes."]}).to_csv(answers, index=False)
+    run = tmp_path / "run"
+    respond.save_responses(respond.import_responses(str(answers), pairs=pairs), run, None)
+    line = report.read_run(run).first.provenance
+    assert line.startswith("Real answers · answers imported from my_answers.csv (2 rows, SHA-256 "
+                           f"{file_sha256(answers)[:12]}…)"), line
+
+
+def test_pairs_from_the_answers_when_the_run_has_no_pairs_file():
+    responses = pd.DataFrame({"pair_id": ["p1", "p1", "p2"], "arm": ["male", "female", "male"],
+                              "prompt": ["I am a man.", "I am a woman.", "I am a man. Again."], "track": "public",
+                              "dimension": "road_rage", "severity": "L1", "style": "plain", "model": ["a", "a", "b"]})
+    pairs = headline.pairs_from_responses(responses).set_index("pair_id")
+    assert pairs.loc["p1", ["prompt_female", "prompt_male"]].tolist() == ["I am a woman.", "I am a man."]
+    assert pd.isna(pairs.loc["p2", "prompt_female"]) and pairs.loc["p2", "track"] == "public"

@@ -22,13 +22,14 @@ import pandas as pd
 
 from gama_utils.core.metrics import metric, metric_keys
 from gama_utils.core.run_folders import atomic_write, load, run_dir
+from gama_utils.report import headline
 from gama_utils.report.run_report import BROWSER_FILE, environment
 
 __all__ = ["browser_data", "build_browser", "main"]
 
 TEMPLATE = "browser.html.j2"
 ARM_ORDER = ("female", "male", "neutral")
-PAIR_FIELDS = ("pair_id", "track", "dimension", "severity", "style")
+PAIR_FIELDS = headline.PAIR_FIELDS
 ANSWER_KEY = ["pair_id", "model", "arm", "sample"]
 # Shown with the pair or the answer already; the judge's JSON shows the rest of its row.
 SHOWN_ELSEWHERE = {*ANSWER_KEY, "track", "dimension", "severity", "style", "evaluator", "blind", "group",
@@ -91,27 +92,27 @@ def encode(data: dict) -> str:
 
 
 def frames(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The run's pairs, every responses*.jsonl and every evaluations*.jsonl (empty frames for missing ones)."""
+    """The run's pairs (pairs.jsonl, else as its answers carry them), every responses*.jsonl and every
+    evaluations*.jsonl (empty frames for missing ones)."""
     def every(prefix: str) -> pd.DataFrame:
         names = sorted(p.stem for p in folder.glob(f"{prefix}*.jsonl"))
         loaded = [load(folder, name) for name in names]
         loaded = [f for f in loaded if len(f)]
         return pd.concat(loaded, ignore_index=True) if loaded else pd.DataFrame(columns=ANSWER_KEY)
 
-    if not (folder / "pairs.jsonl").exists():
-        raise FileNotFoundError(f"{folder / 'pairs.jsonl'} does not exist: the browser shows the run's pairs "
-                                "(03_compile, or 04_respond's benchmark)")
     responses = every("responses")
     evaluations = every("evaluations")
     if "answer" not in responses.columns:
         responses = pd.DataFrame(columns=[*ANSWER_KEY, "answer"])
     if "evaluator" not in evaluations.columns:
         evaluations = pd.DataFrame(columns=[*ANSWER_KEY, "evaluator", "blind"])
-    return load(folder, "pairs"), responses, evaluations
+    pairs = load(folder, "pairs") if (folder / "pairs.jsonl").exists() else headline.pairs_from_responses(responses)
+    return pairs, responses, evaluations
 
 
 def build_browser(run: str | Path) -> Path:
-    """Write <run>/browser.html (self-contained, offline) from the run's pairs, responses and evaluations."""
+    """Write <run>/browser.html (self-contained, offline) from the run's pairs, responses and evaluations; returns
+    its path (a run with no answers yet gets a page that says so)."""
     folder = run_dir(run)
     pairs, responses, evaluations = frames(folder)
     simulated = any(bool(f["simulated"].astype(bool).any()) for f in (responses, evaluations)

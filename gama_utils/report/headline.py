@@ -23,6 +23,7 @@ from gama_utils.core.schema import require
 
 ALPHA = 0.05
 EXAMPLE_METRIC = "puni"
+PAIR_FIELDS = ("pair_id", "track", "dimension", "severity", "style")
 TRACK_NAMES = {"intimate": "intimate track", "public": "public track"}
 
 
@@ -164,6 +165,17 @@ def example_pair(evaluations: pd.DataFrame, responses: pd.DataFrame, pairs: pd.D
 def term_fields() -> dict[str, str]:
     """metric label → the evaluator field listing its terms, for the metrics counted from listed terms."""
     return {metric(k).label: metric(k).field.name for k in metric_keys() if metric(k).field.type == "terms"}
+
+
+def pairs_from_responses(responses: pd.DataFrame) -> pd.DataFrame:
+    """The pairs as the answers carry them (pair fields and the prompt each arm was sent), one row per pair_id."""
+    if responses.empty or "prompt" not in responses.columns:
+        return pd.DataFrame(columns=list(PAIR_FIELDS))
+    fields = [c for c in PAIR_FIELDS if c in responses.columns]
+    pairs = responses.drop_duplicates("pair_id")[fields].set_index("pair_id")
+    prompts = responses.drop_duplicates(["pair_id", "arm"]).pivot(index="pair_id", columns="arm", values="prompt")
+    prompts.columns = [f"prompt_{arm}" for arm in prompts.columns]
+    return pairs.join(prompts).reset_index().reindex(columns=[*PAIR_FIELDS, *prompts.columns])
 
 
 def word_diff(a: str, b: str) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:

@@ -36,7 +36,7 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from gama_utils.analysis import paper, selections
-from gama_utils.collect.respond import ORIGIN_FILE
+from gama_utils.collect.respond import IMPORTS_FILE, ORIGIN_FILE
 from gama_utils.core.escaping import markdown_cell
 from gama_utils.core.metrics import metric, metric_keys
 from gama_utils.core.run_folders import atomic_write, load, run_dir
@@ -268,9 +268,6 @@ def read_folder(path: Path) -> Run:
                first_screen(path, manifest, kind))
 
 
-IMPORTS_FILE = "responses.imports.json"
-
-
 def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
     """The summary, figures and example pair from the run's gaps.jsonl, evaluations, responses and pairs."""
     origins = _read_object(path / ORIGIN_FILE)
@@ -292,7 +289,7 @@ def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
 
 def example(path: Path, gaps: pd.DataFrame) -> headline.Example | None:
     """The example mirrored pair (`headline.example_pair`) of the report's first model, or None without the files."""
-    if not all((path / f"{name}.jsonl").exists() for name in ("evaluations", "responses", "pairs")):
+    if not all((path / f"{name}.jsonl").exists() for name in ("evaluations", "responses")):
         return None
     first = tables.model_rows(gaps["model"], tables.model_groups(gaps)).get_level_values("Model")[0]
     try:
@@ -301,7 +298,8 @@ def example(path: Path, gaps: pd.DataFrame) -> headline.Example | None:
     except ValueError as error:  # the first model has no evaluations or answers here
         log.info("no example pair: %s", error)
         return None
-    return headline.example_pair(sighted, responses, load(path, "pairs"), first)
+    pairs = load(path, "pairs") if (path / "pairs.jsonl").exists() else headline.pairs_from_responses(responses)
+    return headline.example_pair(sighted, responses, pairs, first)
 
 
 def png_bytes(fig: object) -> bytes:
@@ -643,7 +641,7 @@ def _score(value: object, rate: bool) -> str:
 def _artifact_html(run: Run, a: Artifact) -> dict[str, object]:
     caption = table_caption(a.table) if a.table is not None else ""
     markdown = table_markdown(a.table) if a.table is not None else ""
-    rows = max(0, len(markdown.splitlines()) - 2)
+    rows = max(0, sum(line.startswith("|") for line in markdown.splitlines()) - 2)  # less header and rule
     csv = next((p for p in a.files if p.suffix.lower() == ".csv"), None)
     return {
         "name": a.name, "anchor": anchor(a.name), "title": short_title(a), "explanation": a.explanation,

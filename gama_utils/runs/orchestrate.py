@@ -120,8 +120,7 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
         from gama_utils.report.browser import build_browser
         from gama_utils.report.run_report import build_report
 
-        if (run_path / "pairs.jsonl").exists():
-            log.info("answer browser: %s", build_browser(run_path))
+        log.info("answer browser: %s", build_browser(run_path))
         written = build_report(run_path)
         credentials.check_run_files(run_path)
         log.info("report: %s", written["html"])
@@ -137,7 +136,7 @@ def _preflight(notebooks: list[Path], values: Callable[[Path], dict]) -> list[st
         try:
             parameters.validate(nb.stem, values(nb)).preflight()
         except ParameterError as err:
-            problems += err.problems
+            problems += [p if p.startswith(f"{nb.stem}:") else f"{nb.stem}: {p}" for p in err.problems]
         except ValueError as err:
             problems.append(f"{nb.stem}: {err}")
     return problems

@@ -16,7 +16,9 @@ import ast
 import contextlib
 import difflib
 import json
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
@@ -96,8 +98,53 @@ class Compile(NotebookParameters):
                                                          "file or folder); None: data/templates")
 
 
+def missing_keys(models: Iterable[Any]) -> list[str]:
+    """One line per unset environment variable the network models need (API key or base URL), naming the models.
+
+    Checked up front by every paid notebook's preflight, so `make reproduce PROFILE=paper` lists every
+    missing variable of every notebook at once; an alias that does not resolve is left to the notebook.
+    """
+    from gama_utils.judge import judges
+    from gama_utils.llm.errors import ConfigError
+    from gama_utils.llm.registry import is_local_kind
+
+    needed: dict[tuple[str, str], list[str]] = {}
+    other: list[str] = []
+    for item in models:
+        try:
+            specs = judges.model_specs([item])
+        except (ConfigError, KeyError, ValueError):
+            continue
+        for spec in (s for s in specs if not is_local_kind(s.client)):
+            if spec.api_key_env and spec.key_required and not os.environ.get(spec.api_key_env):
+                needed.setdefault((spec.api_key_env, "API key"), []).append(spec.alias)
+            try:
+                spec.resolved_base_url()
+            except ConfigError as err:
+                for problem in err.problems:
+                    variable = re.search(r"environment variable (\w+)", problem)
+                    if variable:
+                        needed.setdefault((variable.group(1), "base URL"), []).append(spec.alias)
+                    else:
+                        other.append(problem)
+    lines = [f"environment variable {name} is not set ({what} of {', '.join(dict.fromkeys(aliases))})"
+             for (name, what), aliases in needed.items()]
+    return lines + list(dict.fromkeys(other))
+
+
 class _Paid(NotebookParameters):
     """Parameters of the notebooks that send requests (and may cost money)."""
+
+    def models(self) -> list[Any]:
+        """The models (or judges) this notebook will ask, for the key check."""
+        return []
+
+    def preflight(self) -> None:
+        """The run folder's place, then every model's key variable (all missing ones in one ParameterError)."""
+        super().preflight()
+        problems = missing_keys(self.models())
+        if problems:
+            raise ParameterError(problems)
 
     backend: Literal["sim", "api"] = Field("sim", description='"sim": offline simulated models; "api": the paper\'s '
                                                               "models (keys from the environment)")
@@ -129,13 +176,17 @@ class Respond(_Paid):
     replace: bool = Field(False, description="replace answers of another origin already in run_dir (imported ones, "
                                              "another model set or benchmark); False refuses")
 
-    def preflight(self) -> None:
-        """The run folder's place, and the answers already in it (refused when of another origin)."""
+    def models(self) -> list[Any]:
         from gama_utils.analysis import paper
+
+        return list(self.target_models or paper.model_aliases(self.backend))
+
+    def preflight(self) -> None:
+        """The run folder's place, the keys, and the answers already in it (refused when of another origin)."""
         from gama_utils.collect import respond
 
         super().preflight()
-        targets = self.target_models or paper.model_aliases(self.backend)
+        targets = self.models()
         respond.check_responses_origin(run_folders.run_dir(self.run_dir), targets, self.pairs_path, self.replace)
 
 
@@ -151,12 +202,17 @@ class Evaluate(_Paid):
     max_reasks: Annotated[int, Field(ge=0)] = Field(2, description="re-asks of an invalid evaluator answer")
     replace: bool = Field(False, description="replace another evaluator's scores already in run_dir; False refuses")
 
+    def models(self) -> list[Any]:
+        from gama_utils.judge import judges
+
+        return [self.evaluator or judges.default_judge(self.backend)]
+
     def preflight(self) -> None:
-        """The run folder's place, and the scores already in it (refused when another evaluator's)."""
-        from gama_utils.judge import evaluate, judges
+        """The run folder's place, the keys, and the scores already in it (refused when another evaluator's)."""
+        from gama_utils.judge import evaluate
 
         super().preflight()
-        judge = self.evaluator or judges.default_judge(self.backend)
+        judge = self.models()[0]
         evaluate.check_evaluations_origin(run_folders.run_dir(self.run_dir), evaluate.evaluator_name(judge),
                                           self.replace)
 
@@ -216,6 +272,12 @@ class Robustness(_Paid):
                                                                "real annotators")
     simulated_annotators: bool = Field(True, description="with no completed sheets: True lets SIMULATED annotators "
                                                          "fill them; False exports only")
+
+    def models(self) -> list[Any]:
+        from gama_utils.judge import judges
+
+        swap = self.swap_evaluator or judges.default_judge(self.backend, "swap")
+        return [m for m in (self.evaluator_a, swap, self.third_judge) if m is not None]
 
 
 SCHEMAS: dict[str, type[NotebookParameters]] = {
@@ -329,6 +391,8 @@ def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     params = model(**values)
     try:
         params.preflight()
+    except ParameterError as err:
+        raise ParameterError([f"{notebook}: {p}" for p in err.problems]) from None
     except ValueError as err:
         raise ParameterError([f"{notebook}: {err}"]) from None
     if "get_ipython" in namespace:
