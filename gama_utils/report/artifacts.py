@@ -38,7 +38,7 @@ from gama_utils.core.escaping import markdown_text
 from gama_utils.core.run_folders import atomic_write
 from gama_utils.core.schema import Absent
 from gama_utils.report.plots import save_figure
-from gama_utils.report.table_files import format_table, provenance_note, write_table
+from gama_utils.report.table_files import display_table, provenance_note, write_table
 
 # --- artifacts ------------------------------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ class Outputs:
         if self.show:
             shown = paths["md"].read_text(encoding="utf-8").splitlines()[0]
             display(Markdown(f"**{shown}** {markdown_text(entry.explanation)}"))
-            display(format_table(table))
+            display(display_table(table))
 
     def figure(self, fig: Figure | Absent, name: str, explanation: str, section: str) -> None:
         """Write `fig` as PNG and PDF (figures/<name>.*), show it once, register it; the figure is closed.
