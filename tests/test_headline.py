@@ -83,6 +83,8 @@ def test_short_titles_for_the_contents():
 
     assert title("Table 2. Intimate track: male, female and Δ per metric.") == "Table 2. Intimate track"
     assert title("Figure 10. The two evaluators' Δ (paper Fig 10).") == "Figure 10. The two evaluators' Δ"
+    assert title("Intimate track: Δ per model and metric with its CI (behind Tables 2-3). More.") == (
+        "Intimate track: Δ per model and metric with its CI")
     long = title("A " + "very " * 30 + "long sentence")
     assert len(long) <= report.TITLE_CHARS + 1 and long.endswith("…")
 

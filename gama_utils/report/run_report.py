@@ -154,6 +154,7 @@ RESULT_SECTIONS = (artifacts.MAIN, artifacts.ABLATION, artifacts.ROBUSTNESS, art
 MAKING_SECTIONS = (artifacts.BENCHMARK, artifacts.RESPONSES)
 FOLD_ROWS = 25  # a table with more rows is folded (<details>) with its CSV linked
 TITLE_CHARS = 64
+SHORT_HEAD = 24  # a title this short before its colon, with no Table/Figure label, keeps the clause after it
 BROWSER_FILE = "browser.html"
 
 
@@ -178,7 +179,10 @@ def short_title(a: Artifact) -> str:
     text = a.explanation.strip()
     label = re.match(r"(Table|Figure|Fig\.?) [A-Za-z0-9.-]+\.\s+", text)
     head, rest = (text[:label.end()], text[label.end():]) if label else ("", text)
-    rest = re.split(r":\s|\s\(|;\s|\.\s|\.$", rest, maxsplit=1)[0].strip()
+    parts = re.split(r"(:\s|\s\(|;\s|\.\s|\.$)", rest, maxsplit=2)
+    rest = parts[0].strip()
+    if not label and len(rest) <= SHORT_HEAD and len(parts) > 2 and parts[1].startswith(":"):
+        rest = f"{rest}: {parts[2].split(' (')[0].split('. ')[0].strip()}"  # "Intimate track: Δ per model ..."
     title = f"{head}{rest}".strip() or a.name
     if len(title) > TITLE_CHARS:
         title = title[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
