@@ -111,7 +111,8 @@ def test_the_answer_browser_filters_and_shows_a_pair_with_its_judge_and_terms(bu
         shown = page.evaluate("""[...document.querySelectorAll('article.item')].map(a => ({
             pair: a.dataset.pair, arms: [...a.querySelectorAll('.col')].map(c => c.dataset.arm),
             judges: [...a.querySelectorAll('.judge summary')].map(s => s.textContent),
-            marks: [...a.querySelectorAll('mark')].map(m => m.textContent),
+            marks: [...a.querySelectorAll('.answer mark')].map(m => m.textContent),
+            differs: [...a.querySelectorAll('.col[data-arm=female] .prompt mark')].map(m => m.textContent),
             male: a.querySelector('.col[data-arm=male] .answer').textContent}))""")
         hacked = page.evaluate("window.hacked === undefined && document.querySelectorAll('#items img').length")
         page.evaluate("""(() => { const box = document.getElementById('arm-female'); box.checked = false;
@@ -121,7 +122,7 @@ def test_the_answer_browser_filters_and_shows_a_pair_with_its_judge_and_terms(bu
             .concat([...document.querySelectorAll('.judge summary')].map(s => s.textContent))""")
     assert shown == [{"pair": "p3", "arms": ["female", "male"],
                       "judges": ["judge judge-a", "judge judge-a (blind)"] * 2,
-                      "marks": ["cruel", "cruel"], "male": HOSTILE}]
+                      "marks": ["cruel", "cruel"], "differs": ["woman.", "husband"], "male": HOSTILE}]
     assert hacked == 0, "the hostile answer is text: no script ran, no image was made"
     assert one_arm == ["male", "judge judge-a (blind)"]
 
