@@ -111,6 +111,7 @@ def test_plain_columns_one_precision_per_kind_and_words_for_names():
     assert shown["SD of differences"].tolist() == ["3.09", "12.50"] and shown["Converged"].tolist() == ["yes", "no"]
     assert shown["Δ blind"].tolist() == ["-3.79", "+0.50"]
     assert table_files.plain_column(pd.Series([1.5, np.nan]), "x") == ["1.50", "–"]
+    assert table_files.plain_column(pd.Series([9, None], dtype="Int64"), "pairs_needed") == ["9", "–"]
 
 
 def test_stale_files_are_the_tables_written_after_the_report(tmp_path: Path):

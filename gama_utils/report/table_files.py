@@ -82,7 +82,8 @@ def plain_column(values: pd.Series, name: object) -> list[str]:
 
 
 def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
+    """None, NaN, pd.NA or NaT (a scalar pandas calls missing)."""
+    return value is None or (np.ndim(value) == 0 and not isinstance(value, str) and bool(pd.isna(value)))
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
