@@ -83,7 +83,7 @@ def plain_column(values: pd.Series, name: object) -> list[str]:
 
 def _missing(value: object) -> bool:
     """None, NaN, pd.NA or NaT (a scalar pandas calls missing)."""
-    return value is None or (np.ndim(value) == 0 and not isinstance(value, str) and bool(pd.isna(value)))
+    return value is None or (pd.api.types.is_scalar(value) and not isinstance(value, str) and bool(pd.isna(value)))
 
 
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
