@@ -150,3 +150,12 @@ def test_pairs_from_the_answers_when_the_run_has_no_pairs_file():
     pairs = headline.pairs_from_responses(responses).set_index("pair_id")
     assert pairs.loc["p1", ["prompt_female", "prompt_male"]].tolist() == ["I am a woman.", "I am a man."]
     assert pd.isna(pairs.loc["p2", "prompt_female"]) and pairs.loc["p2", "track"] == "public"
+
+
+def test_old_gaps_without_the_test_columns_give_a_report_that_says_why_there_is_no_summary(tmp_path: Path):
+    from gama_utils.core.run_folders import save
+
+    save(pd.DataFrame({"model": ["A"], "track": ["public"], "metric": ["puni"], "delta": [1.0]}), tmp_path, "gaps")
+    first = report.read_run(tmp_path).first
+    assert first.summary == [] and first.headline_png is None and "lacks ci_low, ci_high, p_holm" in first.missing
+    assert "lacks ci_low" in report.build_report(tmp_path)["html"].read_text(encoding="utf-8")

@@ -272,6 +272,9 @@ def read_folder(path: Path) -> Run:
                first_screen(path, manifest, kind))
 
 
+HEADLINE_COLUMNS = ("model", "track", "metric", "delta", "ci_low", "ci_high", "p_holm")
+
+
 def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
     """The summary, figures and example pair from the run's gaps.jsonl, evaluations, responses and pairs."""
     origins = _read_object(path / ORIGIN_FILE)
@@ -282,6 +285,10 @@ def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
         screen.missing = "No gaps yet: 06_analyze writes gaps.jsonl, from which this summary is made."
         return screen
     gaps = load(path, "gaps")
+    missing = [c for c in HEADLINE_COLUMNS if c not in gaps.columns]
+    if missing:  # gaps written by an older version: the tables below still show
+        screen.missing = f"No summary: gaps.jsonl lacks {', '.join(missing)}; run 06_analyze again to add them."
+        return screen
     screen.summary = headline.summary(gaps)
     screen.headline_png = png_bytes(plots.headline(gaps))
     compared = tables.compare_with_paper(gaps, paper.main_results())
