@@ -330,7 +330,8 @@ def test_the_run_report_shows_every_registered_artifact_in_its_section(offline_r
     for entry in entries:
         section_at = md.index(f"## {entry.section}\n")
         assert section_at < md.index(f"### {entry.name}\n"), entry.name
-    order = [md.index(f"## {s}\n") for s in artifacts.SECTIONS if s != artifacts.BENCHMARK]  # 03 did not run here
+    # The paper's results in its order, then how the run was made (03 did not run here: no benchmark section)
+    order = [md.index(f"## {s}\n") for s in (*report.RESULT_SECTIONS, artifacts.RESPONSES)]
     assert order == sorted(order)
     assert "## Measured limits of the judges" in md and "not for absolute levels of the six metrics" in md
     assert "not for absolute levels of the six metrics" in _output_text(offline_run, "08_robustness")
@@ -379,7 +380,7 @@ def test_a_new_notebook_is_run_and_reported_without_editing_a_list(offline_run, 
     pd.testing.assert_series_equal(table.sort_index(), expected.sort_index(), check_names=False)
     md = report.build_report(run)["md"].read_text(encoding="utf-8")
     toy_at = md.index(f"## {TOY}\n")
-    assert max(md.index(f"## {s}\n") for s in artifacts.SECTIONS if s != artifacts.BENCHMARK) < toy_at
+    assert max(md.index(f"## {s}\n") for s in report.RESULT_SECTIONS) < toy_at < md.index(f"## {artifacts.RESPONSES}\n")
     assert toy_at < md.index("### toy_mean_delta\n") < md.index("### toy_bars\n")
     assert "*The mean Δ over models and tracks per metric.* (from 09_toy)" in md
     assert "| [09_toy](notebooks/09_toy.ipynb) |" in md

@@ -161,3 +161,50 @@ def test_papermill_with_a_misspelt_parameter_stops_in_the_first_cell(tmp_path):
     assert caught.value.ename == "ParameterError"
     assert "n_bot: this notebook has no such parameter; did you mean 'n_boot'?" in caught.value.evalue
     assert not (tmp_path / "run").exists()
+
+
+def test_a_notebook_run_is_recorded_in_the_manifest_from_papermill_or_jupyterlab(tmp_path):
+    """06_analyze records no stage of its own: its first line records the run, with how it ran and its parameters."""
+    run = tmp_path / "run"
+    interactive = {"run_dir": str(run), "n_boot": 10, "In": ["", "parameters.check('06_analyze', globals())"],
+                   "get_ipython": print}
+    parameters.check("06_analyze", interactive)
+    entry = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["notebook_runs"]["06_analyze"]
+    assert entry["how"] == "interactive" and entry["parameters"]["n_boot"] == 10 and entry["at"].endswith("Z")
+    injected = '# Parameters\nrun_dir = "x"\nn_boot = 20\n'
+    papermill = {**interactive, "n_boot": 20, "In": ["", _parameters_cell("06_analyze"), injected]}
+    parameters.check("06_analyze", papermill)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["notebook_runs"]["06_analyze"]["how"] == "papermill"
+    assert manifest["notebook_runs"]["06_analyze"]["parameters"]["n_boot"] == 20
+    parameters.check("06_analyze", {"run_dir": str(tmp_path / "plain"), "n_boot": 10})  # outside a kernel
+    assert not (tmp_path / "plain" / "manifest.json").exists()
+
+
+def test_every_missing_key_variable_is_listed_up_front_per_variable(monkeypatch, tmp_path):
+    """`make reproduce PROFILE=paper` used to stop at the first missing variable of the first notebook."""
+    for name in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "DEEPSEEK_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ARK_API_KEY", "x-not-a-key")
+    with pytest.raises(ParameterError) as caught:
+        parameters.validate("04_respond", {"backend": "api", "run_dir": str(tmp_path / "run")}).preflight()
+    problems = caught.value.problems
+    azure = [p for p in problems if "AZURE_OPENAI_API_KEY" in p]
+    assert len(azure) == 1 and azure[0].startswith("environment variable AZURE_OPENAI_API_KEY is not set (read by ")
+    assert "gpt-5.4" in azure[0] and "kimi-2.5" in azure[0]
+    assert any("AZURE_OPENAI_ENDPOINT is not set (read by" in p for p in problems)
+    assert any("DEEPSEEK_API_KEY" in p for p in problems) and not any("ARK_API_KEY" in p for p in problems)
+    parameters.validate("04_respond", {"run_dir": str(tmp_path / "run")}).preflight()  # sim models need no key
+
+
+def test_papermill_reads_every_generated_parameter_with_its_type():
+    """`papermill --help-notebook` showed "Unknown type" for every parameter: the cells now carry type comments."""
+    import papermill
+
+    for name in parameters.SCHEMAS:
+        found = papermill.inspect_notebook(str(NOTEBOOKS / f"{name}.ipynb"))
+        assert set(found) == set(parameters.schema(name).model_fields), name
+        assert all(p["inferred_type_name"] not in ("None", "") for p in found.values()), name
+    analyze = papermill.inspect_notebook(str(NOTEBOOKS / "06_analyze.ipynb"))
+    assert analyze["n_boot"]["inferred_type_name"] == "int" and analyze["run_null_check"]["inferred_type_name"] == (
+        "bool|None")

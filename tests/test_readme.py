@@ -66,8 +66,8 @@ def test_every_runnable_block_is_run_or_excused():
         if not any(key in body for key in NOT_RUN):
             unexplained.append(body.splitlines()[0])
     assert unexplained == [], "README blocks neither run by this test nor excused in NOT_RUN"
-    assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run", "gama-cli",
-            "hf-dataset", "inspect"} <= set(blocks())
+    assert {"tour", "from-code", "add-model", "add-model-run", "own-answers", "own-answers-run", "own-answers-report",
+            "gama-cli", "hf-dataset", "inspect"} <= set(blocks())
 
 
 @pytest.fixture
@@ -109,6 +109,7 @@ def test_the_tour_runs_as_written(sandbox):
     assert responses.pair_id.nunique() == 5 and responses.error.isna().all()
     assert set(responses.model) == {"openai-compatible:Qwen/Qwen3-8B"}
     assert (run / "tables" / "table2_intimate.csv").exists() and (run / "tables" / "table3_public.csv").exists()
+    assert (run / "report.html").exists() and (run / "browser.html").exists()
 
 
 def test_talking_to_models_from_code_runs_as_written(sandbox):
@@ -139,6 +140,9 @@ def test_bringing_your_own_responses_runs_as_written(sandbox):
     table = pd.read_csv(run / "tables" / "table2_intimate.csv")
     assert table["Model"].tolist() == ["my-model"] and table["Group"].tolist() == ["Other models"]
     assert (run / "tables" / "evaluator_agreement.csv").exists()
+    sandbox("own-answers-report")
+    assert "answers imported from my_answers.csv (12 rows" in (run / "report.html").read_text(encoding="utf-8")
+    assert (run / "browser.html").exists()
 
 
 def test_the_gama_command_runs_as_written(sandbox):

@@ -294,7 +294,7 @@ def test_markdown_cells_show_as_written_and_keep_the_table_shape(tmp_path):
     assert "<script" not in page and "<b>" not in page
     cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)]
     shown = [v.replace("\n", " ").replace("\r", " ") for v in HOSTILE]
-    assert cells[0::3] == [v.strip() for v in shown] and cells[2::3] == ["-3.2"] * len(HOSTILE)
+    assert cells[0::3] == [v.strip() for v in shown] and cells[2::3] == ["-3.20"] * len(HOSTILE)
 
 
 def test_latex_escapes_its_specials(tmp_path):

@@ -274,7 +274,10 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
     if problems:
         more = len(problems) - MAX_PROBLEMS_SHOWN
         raise ValueError("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; and {more} more" if more > 0 else ""))
-    return pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
+    frame = pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
+    frame.attrs["imported_from"] = {"file": file.name, "rows": len(rows), "sha256": run_folders.file_sha256(file),
+                                    "models": sorted(frame["model"].unique().tolist())}
+    return frame
 
 
 def _text(value: object) -> str | None:
@@ -364,7 +367,8 @@ def save_responses(responses: pd.DataFrame, run: str | Path, targets: Iterable[s
                    pairs_path: str | None = None, replace: bool = False) -> Path:
     """Write run/responses.jsonl and record how each collected model's answers were made.
 
-    `targets` are the models 04_respond asked (None for answers imported with import_responses). Refused
+    `targets` are the models 04_respond asked (None for answers imported with import_responses, whose file,
+    rows and SHA-256 are then recorded in responses.imports.json for the report). Refused
     (OriginError) when answers of another origin would be replaced, unless `replace`: collected answers are
     checked as in check_responses_origin; imported ones must keep every answer already there unchanged.
     """
@@ -385,7 +389,20 @@ def save_responses(responses: pd.DataFrame, run: str | Path, targets: Iterable[s
                 records[spec.alias] = {"spec": spec.public_dict(), "benchmark_sha256": benchmark,
                                        "answers_sha256": answers_fingerprint(answers)}
     run_folders.atomic_write(folder / ORIGIN_FILE, json.dumps(records, indent=2, ensure_ascii=False))
+    if targets is None and "imported_from" in responses.attrs:
+        record_import(folder, responses.attrs["imported_from"], replace)
     return path
+
+
+IMPORTS_FILE = "responses.imports.json"
+
+
+def record_import(folder: Path, imported: dict, replace: bool = False) -> Path:
+    """Add an import (file name, rows, SHA-256, models) to run/responses.imports.json, once per file content."""
+    path = folder / IMPORTS_FILE
+    records = [] if replace or not path.exists() else json.loads(path.read_text(encoding="utf-8"))
+    records = [r for r in records if r.get("sha256") != imported.get("sha256")] + [imported]
+    return run_folders.atomic_write(path, json.dumps(records, indent=2, ensure_ascii=False))
 
 
 def _check_kept(existing: pd.DataFrame, new: pd.DataFrame, path: Path) -> None:

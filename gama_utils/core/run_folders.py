@@ -244,6 +244,17 @@ def update_manifest(run: str | Path, stage: str, models: Iterable[str | dict | M
     return path
 
 
+def record_notebook_run(run: str | Path, notebook: str, how: str, parameters: dict) -> Path:
+    """Record in run_dir/manifest.json under "notebook_runs" that `notebook` ran (how: "papermill" or
+    "interactive"), when, and with which parameters; the notebook's own stage entry is left as it is."""
+    path = run_dir(run) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    manifest.setdefault("created", now)
+    manifest.setdefault("notebook_runs", {})[notebook] = {"how": how, "at": now, "parameters": parameters}
+    return atomic_write(path, json.dumps(manifest, indent=2, default=str))
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)

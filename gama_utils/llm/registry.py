@@ -464,3 +464,28 @@ def check_ready(specs: Sequence[str | dict | ModelSpec] | str | dict | ModelSpec
     if problems:
         raise ConfigError(problems)
     return resolved
+
+
+def model_variables(spec: ModelSpec) -> dict[str, bool]:
+    """The environment variables a model reads → whether it needs them (a `${VAR:-default}` or a key the server
+    does not require is optional); none for a simulated model."""
+    if spec.simulated:
+        return {}
+    found: dict[str, bool] = {}
+    for text in (spec.base_url, spec.api_version):
+        for match in _ENV_REF.finditer(text or ""):
+            found[match.group(1)] = found.get(match.group(1), False) or match.group(2) is None
+    if spec.api_key_env:
+        found[spec.api_key_env] = found.get(spec.api_key_env, False) or spec.key_required
+    return found
+
+
+def unset_variables(specs: Sequence[ModelSpec], ignore: tuple[str, ...] = ()) -> list[str]:
+    """One line per environment variable these models need that is not set, naming the models that read it."""
+    needed: dict[str, list[str]] = {}
+    for spec in specs:
+        for var, required in model_variables(spec).items():
+            if required and var not in ignore and not os.environ.get(var):
+                needed.setdefault(var, []).append(spec.alias)
+    return [f"environment variable {var} is not set (read by {', '.join(dict.fromkeys(aliases))})"
+            for var, aliases in sorted(needed.items())]

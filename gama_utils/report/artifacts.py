@@ -38,7 +38,7 @@ from gama_utils.core.escaping import markdown_text
 from gama_utils.core.run_folders import atomic_write
 from gama_utils.core.schema import Absent
 from gama_utils.report.plots import save_figure
-from gama_utils.report.table_files import format_table, provenance_note, write_table
+from gama_utils.report.table_files import display_table, provenance_note, write_table
 
 # --- artifacts ------------------------------------------------------------------------------------------
 
@@ -61,6 +61,9 @@ HUMAN = "Human validation (§4.5)"
 STRATA = "Dimension, severity and scenario metadata (App. B and beyond)"
 
 OTHER = "Other artifacts"
+
+STALE_REPORT = ("report.html predates the tables and figures this notebook writes: rebuild it with "
+                "`make report RUN={run}` (or `python -m gama_utils.report.run_report {run}`).")
 
 SECTIONS: tuple[str, ...] = (BENCHMARK, RESPONSES, MAIN, CHECKS, ABLATION, ROBUSTNESS, HUMAN, STRATA)
 
@@ -161,6 +164,13 @@ class Outputs:
         self.run = Path(run)
         self.notebook = notebook
         self.show = show
+        self._told_stale = False
+
+    def _stale_report(self) -> None:
+        """Say once, after the first file this notebook writes, that an existing report.html no longer shows it."""
+        if self.show and not self._told_stale and (self.run / "report.html").exists():
+            self._told_stale = True
+            display(Markdown(f"*{STALE_REPORT.format(run=markdown_text(self.run.name))}*"))
 
     def table(self, table: pd.DataFrame | Absent, name: str, caption: str, explanation: str, section: str,
               simulated: bool | None = None, control: bool = False) -> None:
@@ -176,10 +186,11 @@ class Outputs:
             return
         paths = write_table(table, self.run / "tables", name, caption, simulated)
         register(self.run, entry)
+        self._stale_report()
         if self.show:
             shown = paths["md"].read_text(encoding="utf-8").splitlines()[0]
             display(Markdown(f"**{shown}** {markdown_text(entry.explanation)}"))
-            display(format_table(table))
+            display(display_table(table))
 
     def figure(self, fig: Figure | Absent, name: str, explanation: str, section: str) -> None:
         """Write `fig` as PNG and PDF (figures/<name>.*), show it once, register it; the figure is closed.
@@ -192,6 +203,7 @@ class Outputs:
             return
         save_figure(fig, self.run / "figures", name)
         register(self.run, entry)
+        self._stale_report()
         if self.show:
             note = provenance_note(self.run / "figures", simulated=False)
             display(Markdown(markdown_text(f"{note} {entry.explanation}".strip())))

@@ -111,11 +111,12 @@ def severity_heatmap(gaps: pd.DataFrame, per_model: bool = False, comparison: st
 
 
 def forest(gaps: pd.DataFrame, metrics: Sequence[str] | None = None, comparison: str = PAPER_COMPARISON,
-           alpha: float = 0.05) -> Figure:
+           alpha: float = 0.05, size: tuple[float, float] | None = None) -> Figure:
     """Δ with its bootstrap CI per model (rows) and metric (panels, default every registered metric), one
     colour per track.
 
-    Filled markers: Holm-adjusted p < alpha; hollow: not significant after Holm.
+    Filled markers: Holm-adjusted p < alpha; hollow: not significant after Holm. `size` (inches) defaults
+    to one that grows with the panels and the models.
     """
     cells = tables.select_cells(gaps, comparison=comparison, stratified=False)
     require(cells, ("ci_low", "ci_high", "p_holm"), "gaps")
@@ -125,7 +126,7 @@ def forest(gaps: pd.DataFrame, metrics: Sequence[str] | None = None, comparison:
     colours = dict(zip(TRACKS, sns.color_palette("colorblind", 2)))
     offsets = dict(zip(tracks, np.linspace(-0.15, 0.15, len(tracks)) if len(tracks) > 1 else [0.0]))
     with sns.axes_style("whitegrid"):
-        fig, axes = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 2, 0.42 * len(models) + 1.8),
+        fig, axes = plt.subplots(1, len(metrics), figsize=size or (2.6 * len(metrics) + 2, 0.42 * len(models) + 1.8),
                                  sharey=True, squeeze=False, layout="constrained")
     for ax, key in zip(axes[0], metrics):
         for track in tracks:
@@ -194,6 +195,56 @@ def pooled_forest(gaps: pd.DataFrame, pooled: pd.DataFrame, track: str,
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     fig.suptitle(_title(f"{tables.TRACK_LABELS.get(track, track)}: Δ = female − male per model and pooled over "
                         "models", cells))
+    return fig
+
+
+HEADLINE_WIDTH_IN = 11.5  # at 100 dpi, the report's 1,150 px column
+
+
+def headline(gaps: pd.DataFrame, alpha: float = 0.05) -> Figure:
+    """The report's first figure: `forest` of every metric and both tracks, sized to be read at 1,150 px wide."""
+    cells = tables.select_cells(gaps, stratified=False)
+    with plt.rc_context({"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8}):
+        fig = forest(gaps, alpha=alpha, size=(HEADLINE_WIDTH_IN, 0.2 * cells["model"].nunique() + 1.6))
+    return fig
+
+
+def run_vs_paper(compared: pd.DataFrame) -> Figure:
+    """Run Δ (y) against the paper's Δ (x) per cell, one panel per metric, the line y = x, and the sign agreement.
+
+    `compared` is `tables.compare_with_paper` output (model, track, metric, delta, paper_delta, same_direction).
+    """
+    require(compared, ("track", "metric", "delta", "paper_delta", "same_direction"), "comparison with the paper")
+    metrics = [m for m in metric_keys() if m in set(compared["metric"])]
+    colours = dict(zip(TRACKS, sns.color_palette("colorblind", 2)))
+    with plt.rc_context({"font.size": 8, "axes.titlesize": 9}), sns.axes_style("whitegrid"):
+        fig, axes = plt.subplots(1, len(metrics), figsize=(HEADLINE_WIDTH_IN, 2.6), squeeze=False,
+                                 layout="constrained")
+        for ax, key in zip(axes[0], metrics):
+            cells = compared[compared["metric"] == key]
+            for track in [t for t in TRACKS if t in set(cells["track"])]:
+                here = cells[cells["track"] == track]
+                ax.scatter(here["paper_delta"], here["delta"], s=14, color=colours[track],
+                           label=tables.TRACK_LABELS[track])
+            values = cells[["delta", "paper_delta"]].to_numpy(dtype=float)
+            low, high = float(np.nanmin(values)), float(np.nanmax(values))
+            pad = 0.08 * (high - low or 1.0)
+            ax.plot([low - pad, high + pad], [low - pad, high + pad], color="0.4", lw=0.9, ls="--")
+            ax.axhline(0, color="0.7", lw=0.7)
+            ax.axvline(0, color="0.7", lw=0.7)
+            decided = cells["same_direction"].dropna().astype(bool)
+            agreement = f"same sign {int(decided.sum())}/{len(decided)}" if len(decided) else "no sign to compare"
+            ax.set_title(f"{metric(key).label} ({SHORT_UNITS[metric(key).kind]})\n{agreement}")
+            ax.set_xlabel("paper Δ")
+        axes[0][0].set_ylabel("run Δ")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        handles.append(Line2D([], [], color="0.4", ls="--"))
+        labels.append("y = x")
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), frameon=False)
+    decided = compared["same_direction"].dropna().astype(bool)
+    overall = f"{decided.mean():.0%} of {len(decided)} cells with the paper's sign" if len(decided) else ""
+    fig.suptitle(_title(f"This run against the paper (Tables 2-3), per model × track × metric cell; {overall}",
+                        compared))
     return fig
 
 

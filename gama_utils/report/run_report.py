@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
+import logging
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -30,15 +33,21 @@ from urllib.parse import quote
 import jinja2
 import mistune
 import pandas as pd
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
+from gama_utils.analysis import paper, selections
+from gama_utils.collect.respond import IMPORTS_FILE, ORIGIN_FILE
 from gama_utils.core.escaping import markdown_cell
-from gama_utils.core.run_folders import atomic_write, run_dir
+from gama_utils.core.metrics import metric, metric_keys
+from gama_utils.core.run_folders import atomic_write, load, run_dir
 from gama_utils.judge import judges
-from gama_utils.report import artifacts
+from gama_utils.report import artifacts, headline, plots, tables
 from gama_utils.report.table_files import markdown_table
 
-__all__ = ["BANNER", "PLUMBING_BANNER", "Run", "build_report", "main", "read_run", "render_html", "render_markdown"]
+log = logging.getLogger(__name__)
+
+__all__ = ["BANNER", "PLUMBING_BANNER", "Run", "build_report", "main", "read_run", "render_html", "render_markdown",
+           "stale_files"]
 
 
 # --- report_run ------------------------------------------------------------------------------------------
@@ -86,6 +95,19 @@ class Artifact:
 
 
 @dataclass
+class FirstScreen:
+    """What the report opens with: the summary, the provenance line, the headline figure, the run against the
+    paper and an example mirrored pair (each None or empty when the run lacks what it needs)."""
+
+    provenance: str
+    summary: list[str] = field(default_factory=list)
+    headline_png: bytes | None = None
+    paper_png: bytes | None = None
+    example: headline.Example | None = None
+    missing: str = ""  # why there is no headline yet
+
+
+@dataclass
 class Run:
     """Everything the report shows about a run folder."""
 
@@ -96,6 +118,7 @@ class Run:
     simulated_because: list[str]
     notebooks: list[Path]
     judge_statements: list[str] = field(default_factory=list)  # Markdown: measured limits of the judges used
+    first: FirstScreen | None = None
 
     @property
     def simulated(self) -> bool:
@@ -122,6 +145,48 @@ def collect_artifacts(run: Path) -> list[Artifact]:
     unknown = [Artifact(n, artifacts.OTHER, UNKNOWN_EXPLANATION, files[n]) for n in sorted(files)
                if n not in registered]
     return known + unknown
+
+
+# The report's order: the paper's results (§4.2-§4.5, App. B), checks beyond the paper and sections of one's own,
+# then how the run was made (benchmark, responses), then files no entry names; diagnostics follow all of them.
+RESULT_SECTIONS = (artifacts.MAIN, artifacts.ABLATION, artifacts.ROBUSTNESS, artifacts.HUMAN, artifacts.STRATA,
+                   artifacts.CHECKS)
+MAKING_SECTIONS = (artifacts.BENCHMARK, artifacts.RESPONSES)
+FOLD_ROWS = 25  # a table with more rows is folded (<details>) with its CSV linked
+TITLE_CHARS = 64
+SHORT_HEAD = 24  # a title this short before its colon, with no Table/Figure label, keeps the clause after it
+BROWSER_FILE = "browser.html"
+
+
+def report_sections(items: list[Artifact]) -> list[tuple[str, list[Artifact]]]:
+    """`by_section` in the report's order (RESULT_SECTIONS, own sections, MAKING_SECTIONS, Other artifacts)."""
+    sections = by_section(items)
+
+    def rank(section: str) -> tuple[int, int]:
+        if section in RESULT_SECTIONS:
+            return 0, RESULT_SECTIONS.index(section)
+        if section in MAKING_SECTIONS:
+            return 2, MAKING_SECTIONS.index(section)
+        return (3, 0) if section == artifacts.OTHER else (1, 0)
+
+    return sorted(sections, key=lambda item: rank(item[0]))  # stable: own sections keep their order
+
+
+def short_title(a: Artifact) -> str:
+    """A contents entry: the explanation up to its first colon, parenthesis or sentence end, at most TITLE_CHARS."""
+    if a.section == artifacts.OTHER:
+        return a.name
+    text = a.explanation.strip()
+    label = re.match(r"(Table|Figure|Fig\.?) [A-Za-z0-9.-]+\.\s+", text)
+    head, rest = (text[:label.end()], text[label.end():]) if label else ("", text)
+    parts = re.split(r"(:\s|\s\(|;\s|\.\s|\.$)", rest, maxsplit=2)
+    rest = parts[0].strip()
+    if not label and len(rest) <= SHORT_HEAD and len(parts) > 2 and parts[1].startswith(":"):
+        rest = f"{rest}: {parts[2].split(' (')[0].split('. ')[0].strip()}"  # "Intimate track: Δ per model ..."
+    title = f"{head}{rest}".strip() or a.name
+    if len(title) > TITLE_CHARS:
+        title = title[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+    return title
 
 
 def by_section(items: list[Artifact]) -> list[tuple[str, list[Artifact]]]:
@@ -201,8 +266,73 @@ def read_folder(path: Path) -> Run:
     items = collect_artifacts(path)
     notebooks = sorted((path / "notebooks").glob("*.ipynb"))
     statements = [judges.statement(name) or "" for name in judges.judges_in_manifest(manifest)]
-    return Run(path, manifest, timings, items, simulation_evidence(manifest, items, notebooks), notebooks,
-               [s for s in statements if s])
+    simulated = simulation_evidence(manifest, items, notebooks)
+    kind = "Simulated" if simulated else "Plumbing check" if manifest.get("plumbing_check") else "Real answers"
+    return Run(path, manifest, timings, items, simulated, notebooks, [s for s in statements if s],
+               first_screen(path, manifest, kind))
+
+
+HEADLINE_COLUMNS = ("model", "track", "metric", "delta", "ci_low", "ci_high", "p_holm")
+
+
+def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
+    """The summary, figures and example pair from the run's gaps.jsonl, evaluations, responses and pairs."""
+    origins = _read_object(path / ORIGIN_FILE)
+    imports = _read_json(path / IMPORTS_FILE, [])
+    screen = FirstScreen(headline.provenance(kind, origins, imports if isinstance(imports, list) else [],
+                                             manifest).line())
+    if not (path / "gaps.jsonl").exists():
+        screen.missing = "No gaps yet: 06_analyze writes gaps.jsonl, from which this summary is made."
+        return screen
+    gaps = load(path, "gaps")
+    missing = [c for c in HEADLINE_COLUMNS if c not in gaps.columns]
+    if missing:  # gaps written by an older version: the tables below still show
+        screen.missing = f"No summary: gaps.jsonl lacks {', '.join(missing)}; run 06_analyze again to add them."
+        return screen
+    screen.summary = headline.summary(gaps)
+    screen.headline_png = png_bytes(plots.headline(gaps))
+    compared = tables.compare_with_paper(gaps, paper.main_results())
+    if not compared.empty:
+        screen.paper_png = png_bytes(plots.run_vs_paper(compared))
+    screen.example = example(path, gaps)
+    return screen
+
+
+def example(path: Path, gaps: pd.DataFrame) -> headline.Example | None:
+    """The example mirrored pair (`headline.example_pair`) of the report's first model, or None without the files."""
+    if not all((path / f"{name}.jsonl").exists() for name in ("evaluations", "responses")):
+        return None
+    first = tables.model_rows(gaps["model"], tables.model_groups(gaps)).get_level_values("Model")[0]
+    try:
+        _, sighted = selections.primary_sighted(load(path, "evaluations", model=first))
+        responses = load(path, "responses", model=first)
+    except ValueError as error:  # the first model has no evaluations or answers here
+        log.info("no example pair: %s", error)
+        return None
+    pairs = load(path, "pairs") if (path / "pairs.jsonl").exists() else headline.pairs_from_responses(responses)
+    return headline.example_pair(sighted, responses, pairs, first)
+
+
+def png_bytes(fig: object) -> bytes:
+    """A figure as PNG bytes at 200 dpi (shown at half size: sharp on any screen); every text drawn as written."""
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):  # type: ignore[attr-defined]
+        text.set_parse_math(False)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=200)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def stale_files(run: str | Path) -> list[Path]:
+    """Tables, figures and the gaps written after <run>/report.html (all of them when there is no report)."""
+    folder = run_dir(run)
+    report = folder / "report.html"
+    built = report.stat().st_mtime if report.exists() else float("-inf")
+    candidates = [folder / "gaps.jsonl", *[p for d in ("tables", "figures") for p in sorted((folder / d).glob("*"))]]
+    return [p for p in candidates if p.is_file() and p.stat().st_mtime > built]
 
 
 def _read_json(path: Path, empty: object) -> object:
@@ -242,6 +372,16 @@ def stage_rows(manifest: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
+def notebook_run_rows(manifest: dict) -> list[tuple[str, str, str, str]]:
+    """(notebook, how it ran: papermill or interactive, at, its parameters) per run recorded in the manifest."""
+    rows = []
+    for notebook, entry in (manifest.get("notebook_runs") or {}).items():
+        entry = entry if isinstance(entry, dict) else {}
+        shown = [f"{key}={_short(value)}" for key, value in (entry.get("parameters") or {}).items()]
+        rows.append((str(notebook), str(entry.get("how", "")), str(entry.get("at", "")), ", ".join(shown)))
+    return rows
+
+
 def _short(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return f"[{len(value)} entries]" if any(isinstance(v, (dict, list)) for v in value) else json.dumps(value)
@@ -270,29 +410,72 @@ def link(run: Run, path: Path) -> str:
     return quote(path.relative_to(run.path).as_posix())
 
 
+FIGURE_FOLDER = "report_files"  # the report's own figures (headline, run against the paper), for report.md
+
+
 def render_markdown(run: Run, generated: str) -> str:
-    """report.md: banner, run facts, contents, wall times, stages, judges' limits, then every artifact by section."""
+    """report.md: banner, provenance, summary and headline, contents, the results in order, then the diagnostics."""
+    first = run.first or FirstScreen("")
     lines = [f"# GAMA-Bench run report: {markdown_cell(run.path.name)}", ""]
     if run.simulated:
         lines += [f"> **{BANNER}**", ">", "> Marked simulated by: " + markdown_cell(evidence(run.simulated_because)),
                   ""]
     if run.plumbing_check:
         lines += [f"> **{PLUMBING_BANNER}**", ""]
-    lines += [f"- **{label}:** {markdown_cell(value)}" for label, value in run_facts(run, generated)] + [""]
+    lines += [f"*{markdown_cell(first.provenance)}*", ""] if first.provenance else []
+    lines += [" ".join(markdown_cell(sentence) for sentence in first.summary) or markdown_cell(first.missing), ""]
+    lines += [f"![Δ with 95% CI per model, metric and track]({FIGURE_FOLDER}/headline.png)", ""] \
+        if first.headline_png else []
+    if (run.path / BROWSER_FILE).exists():
+        lines += [f"Every answer, pair by pair: [the answer browser]({BROWSER_FILE}).", ""]
     lines += ["## Contents", ""]
-    for section, items in by_section(run.artifacts):
-        lines.append(f"- {markdown_cell(section)}")
-        lines += [f"  - [{markdown_cell(a.name)}](#{anchor(a.name)}): {markdown_cell(a.explanation)}" for a in items]
-    lines += ["- [Wall time per notebook](#wall-times)", "- [Stages](#stages)"]
-    lines += [f"- [Measured limits of the judges](#{JUDGE_LIMITS_ANCHOR})"] if run.judge_statements else []
-    lines += [""] + _wall_times(run) + _stages(run) + _judge_limits(run)
-    for section, items in by_section(run.artifacts):
+    ordered = report_sections(run.artifacts)
+    for section, items in ordered:
+        lines.append(f"- **{markdown_cell(section)}:** " + " · ".join(
+            f"[{markdown_cell(short_title(a))}](#{anchor(a.name)})" for a in items))
+    lines += ["- **Diagnostics:** [Run facts](#run-facts) · [Wall time per notebook](#wall-times) · "
+              "[Stages](#stages) · [Notebook runs](#notebook-runs)"
+              + (f" · [Measured limits of the judges](#{JUDGE_LIMITS_ANCHOR})" if run.judge_statements else ""), ""]
+    if first.paper_png:
+        lines += ["## This run against the paper", "", f"![run Δ against paper Δ]({FIGURE_FOLDER}/paper.png)", ""]
+    if first.example:
+        lines += _example_markdown(first.example)
+    for section, items in ordered:
         lines += [f"## {markdown_cell(section)}", ""]
         for a in items:
             lines += _artifact_markdown(run, a)
     if not run.artifacts:
         lines += ["No tables or figures in this run yet.", ""]
+    lines += ['<a id="run-facts"></a>', "", "## Diagnostics", ""]
+    lines += [f"- **{label}:** {markdown_cell(value)}" for label, value in run_facts(run, generated)] + [""]
+    lines += _wall_times(run) + _stages(run) + _notebook_runs(run) + _judge_limits(run)
     return "\n".join(lines)
+
+
+def _example_markdown(example: headline.Example) -> list[str]:
+    lines = ["## An example mirrored pair", "", f"*Chosen as {markdown_cell(example.rule)}.*", ""]
+    for arm in ("female", "male"):
+        score = example.scores.get(arm, {})
+        scores = ", ".join(f"{metric(k).label} {_score(score.get(metric(k).column), metric(k).is_rate)}"
+                           for k in metric_keys())
+        lines += [f"**{arm.capitalize()} actor.** Prompt: {markdown_cell(str(example.pair.get(f'prompt_{arm}', '')))}",
+                  "", f"Answer: {markdown_cell(str(example.answers.get(arm, '')))}", "", f"Scores: {scores}", ""]
+    return lines
+
+
+def _notebook_runs(run: Run) -> list[str]:
+    return _text_table("notebook-runs", "Notebook runs", ("Notebook", "How", "At", "Parameters"),
+                       notebook_run_rows(run.manifest), "No notebook run recorded in manifest.json.")
+
+
+def _text_table(target: str, title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
+                empty: str) -> list[str]:
+    """A titled Markdown table of text cells, each escaped, or the `empty` sentence."""
+    lines = [f'<a id="{target}"></a>', "", f"## {title}", ""]
+    if not rows:
+        return lines + [empty, ""]
+    lines += [f"| {' | '.join(header)} |", "|" + ":--|" * len(header)]
+    return lines + [f"| {' | '.join(markdown_cell(c) for c in row)} |" for row in rows] + [""]
 
 
 def _artifact_markdown(run: Run, a: Artifact) -> list[str]:
@@ -324,12 +507,8 @@ def _wall_times(run: Run) -> list[str]:
 
 
 def _stages(run: Run) -> list[str]:
-    lines = ['<a id="stages"></a>', "", "## Stages", ""]
-    rows = stage_rows(run.manifest)
-    if not rows:
-        return lines + ["No stages recorded in manifest.json.", ""]
-    lines += ["| Stage | At | Parameters |", "|:--|:--|:--|"]
-    return lines + [f"| {' | '.join(markdown_cell(c) for c in row)} |" for row in rows] + [""]
+    return _text_table("stages", "Stages", ("Stage", "At", "Parameters"), stage_rows(run.manifest),
+                       "No stages recorded in manifest.json.")
 
 
 def _judge_limits(run: Run) -> list[str]:
@@ -360,32 +539,129 @@ def markdown_html(text: str) -> Markup:
     return Markup(_markdown_to_html(text))  # mistune escaped every piece of raw HTML
 
 
+_HEADER = re.compile(r"<thead>\n<tr>\n(.*?)</tr>\n</thead>", re.S)
+_HEADER_CELL = re.compile(r'\s*<th(?: style="[^"]*")?>(.*?)</th>\n?', re.S)
+
+
+def header_groups() -> list[str]:
+    """Column-name prefixes heading a group of columns (metric labels, track labels), escaped, longest first."""
+    names = [metric(k).label for k in metric_keys()] + list(tables.TRACK_LABELS.values())
+    return sorted((str(escape(n)) for n in names), key=len, reverse=True)
+
+
+def grouped_header(table: str) -> str:
+    """An HTML table whose adjacent columns "<group> <part>" share a group gets a two-row header (group over parts)."""
+    head = _HEADER.search(table)
+    if head is None:
+        return table
+    cells = _HEADER_CELL.findall(head.group(1))
+    groups = header_groups()
+    split = []
+    for text in cells:
+        group = next((g for g in groups if text.startswith(g + " ")), None)
+        split.append((group, text[len(group) + 1:]) if group else (None, text))
+    runs: list[list[tuple[str | None, str]]] = []
+    for group, part in split:
+        if runs and group is not None and runs[-1][0][0] == group:
+            runs[-1].append((group, part))
+        else:
+            runs.append([(group, part)])
+    if not any(len(r) > 1 for r in runs):
+        return table
+    top, bottom = [], []
+    for run_ in runs:
+        group = run_[0][0]
+        if len(run_) == 1:
+            text = run_[0][1] if group is None else f"{group} {run_[0][1]}"
+            top.append(f'<th rowspan="2">{text}</th>')
+        else:
+            top.append(f'<th colspan="{len(run_)}" class="group">{group}</th>')
+            bottom += [f"<th>{part}</th>" for _, part in run_]
+    header = f"<thead>\n<tr>{''.join(top)}</tr>\n<tr>{''.join(bottom)}</tr>\n</thead>"
+    return table[:head.start()] + header + table[head.end():]
+
+
 def render_html(run: Run, generated: str) -> str:
     """report.html: the same content as report.md, self-contained (no script, no external request)."""
     return environment().get_template(TEMPLATE).render(context(run, generated))
 
 
 def context(run: Run, generated: str) -> dict[str, object]:
-    """What the template shows (plain text, escaped by the template, or Markup from `markdown_html`)."""
+    """What the template shows (plain text, escaped by the template, or Markup from `markdown_html` / `marked`)."""
+    first = run.first or FirstScreen("")
+    ordered = report_sections(run.artifacts)
     return {
         "name": run.path.name, "banner": BANNER, "plumbing_banner": PLUMBING_BANNER,
         "simulated_because": evidence(run.simulated_because) if run.simulated else "",
         "plumbing_check": run.plumbing_check, "facts": run_facts(run, generated),
+        "provenance": first.provenance, "summary": first.summary, "missing": first.missing,
+        "headline": _png_uri(first.headline_png), "paper_figure": _png_uri(first.paper_png),
+        "example": _example_html(first.example) if first.example else None,
+        "browser": (run.path / BROWSER_FILE).exists(), "browser_href": BROWSER_FILE,
         "wall_times": wall_time_rows(run.timings), "stages": stage_rows(run.manifest),
+        "notebook_runs": notebook_run_rows(run.manifest),
         "judge_limits": [markdown_html(text) for text in run.judge_statements],
-        "sections": [(section, [_artifact_html(run, a) for a in items])
-                     for section, items in by_section(run.artifacts)],
+        "contents": [(section, [(anchor(a.name), short_title(a)) for a in items]) for section, items in ordered],
+        "sections": [(section, [_artifact_html(run, a) for a in items]) for section, items in ordered],
     }
+
+
+def _png_uri(data: bytes | None) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii") if data else ""
+
+
+def marked(pieces: Sequence[tuple[str, object]], classes: dict) -> Markup:
+    """Text pieces as escaped HTML, each piece whose kind is in `classes` inside <mark class=...>."""
+    out = []
+    for text, kind in pieces:
+        css = classes.get(kind)
+        out.append(Markup('<mark class="{}">{}</mark>').format(css, text) if css else escape(text))
+    return Markup("").join(out)
+
+
+def _example_html(example: headline.Example) -> dict[str, object]:
+    """The example pair for the template: per arm the prompt (differences marked), the answer (terms marked), scores."""
+    female, male = headline.word_diff(str(example.pair.get("prompt_female", "")),
+                                      str(example.pair.get("prompt_male", "")))
+    term_fields = headline.term_fields()
+    kinds = {label: f"term-{index}" for index, label in enumerate(term_fields)}
+    arms = []
+    for arm, prompt in (("female", female), ("male", male)):
+        score = example.scores.get(arm, {})
+        terms = {label: list(score.get(field) or []) for label, field in term_fields.items()}
+        arms.append({
+            "arm": arm, "prompt": marked(prompt, {True: "diff"}),
+            "answer": marked(headline.term_spans(str(example.answers.get(arm, "")), terms), kinds),
+            "scores": [(metric_def.label, _score(score.get(metric_def.column), metric_def.is_rate))
+                       for metric_def in (metric(k) for k in metric_keys())],
+        })
+    pair = example.pair
+    return {"rule": example.rule, "model": example.model, "arms": arms,
+            "where": f"{pair.get('pair_id')} · {pair.get('track')} · {pair.get('dimension')} · {pair.get('severity')}",
+            "legend": [(label, kinds[label]) for label in term_fields]}
+
+
+def _score(value: object, rate: bool) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    if rate:
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
 def _artifact_html(run: Run, a: Artifact) -> dict[str, object]:
     caption = table_caption(a.table) if a.table is not None else ""
+    markdown = table_markdown(a.table) if a.table is not None else ""
+    rows = max(0, sum(line.startswith("|") for line in markdown.splitlines()) - 2)  # less header and rule
+    csv = next((p for p in a.files if p.suffix.lower() == ".csv"), None)
     return {
-        "name": a.name, "anchor": anchor(a.name), "explanation": a.explanation, "notebook": a.notebook,
+        "name": a.name, "anchor": anchor(a.name), "title": short_title(a), "explanation": a.explanation,
+        "notebook": a.notebook,
         "figures": [{"data": base64.b64encode(p.read_bytes()).decode("ascii"),
                      "path": p.relative_to(run.path).as_posix()} for p in a.figures],
         "caption": markdown_html(caption) if caption else "",
-        "table": markdown_html(table_markdown(a.table)) if a.table is not None else "",
+        "table": Markup(grouped_header(str(markdown_html(markdown)))) if a.table is not None else "",
+        "rows": rows, "folded": rows > FOLD_ROWS, "csv": link(run, csv) if csv else "",
         "downloads": [{"href": link(run, p), "name": p.name} for p in a.downloads],
     }
 
@@ -402,6 +678,11 @@ def build_report(run: str | Path) -> dict[str, Path]:
     """Write <run>/report.html and <run>/report.md; returns {"html": path, "md": path}."""
     content = read_run(run)
     generated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    first = content.first or FirstScreen("")
+    for name, data in (("headline.png", first.headline_png), ("paper.png", first.paper_png)):
+        if data:
+            (content.path / FIGURE_FOLDER).mkdir(exist_ok=True)
+            atomic_write(content.path / FIGURE_FOLDER / name, data)
     return {"html": atomic_write(content.path / "report.html", render_html(content, generated)),
             "md": atomic_write(content.path / "report.md", render_markdown(content, generated))}
 
@@ -409,7 +690,16 @@ def build_report(run: str | Path) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gama_utils.report.run_report", description=build_report.__doc__)
     parser.add_argument("run", help="run folder, or a run name under outputs/runs/")
+    parser.add_argument("--check", action="store_true",
+                        help="build nothing: list the files written after report.html and exit 1 if there are any")
     args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files(args.run)
+        for path in stale:
+            print(f"newer than the report: {path}")
+        if stale:
+            print(f"report.html is stale: rebuild it with make report RUN={args.run}")
+        return 1 if stale else 0
     for kind, path in build_report(args.run).items():
         print(f"{kind}: {path}")
     return 0

@@ -2,22 +2,26 @@
 
 `format_table` renders the paper's style (two decimals for counts and the rating, rates in %,
 signed Δ, p as "<.001") for a table made by `gama_utils.report.tables` (its attrs["kind"]); any other
-frame gets three significant digits. `write_table` writes the numbers as CSV and the formatted
-table as Markdown and LaTeX, escaped for each format (`gama_utils.core.escaping`): text from models
-and users (model names, evaluator names, answers) never runs as a spreadsheet formula, never
-becomes Markdown markup or raw HTML, and never breaks LaTeX.
+column gets one precision per column kind (`plain_column`: p-values as p, whole numbers as integers,
+yes/no, metric keys as their labels, other numbers with 2 decimals, 3 when every value lies in [-1, 1]),
+and the Markdown and LaTeX files show a snake_case column name in words (`column_label`: "p_holm" →
+"p Holm", "ci_low" → "CI low"); the CSV keeps the names and the numbers. `write_table` writes the
+numbers as CSV and the formatted table as Markdown and LaTeX, escaped for each format
+(`gama_utils.core.escaping`): text from models and users (model names, evaluator names, answers)
+never runs as a spreadsheet formula, never becomes Markdown markup or raw HTML, and never breaks LaTeX.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gama_utils.core.escaping import csv_frame, latex_text, markdown_cell, markdown_text
-from gama_utils.core.metrics import by_label, metric
+from gama_utils.core.metrics import by_label, metric, metric_keys
 from gama_utils.core.run_folders import plumbing_check
 
 DELTA = "Δ"
@@ -32,14 +36,82 @@ def key_of_label(label: object) -> str | None:
     return found.key if found else None
 
 
+# Words of a snake_case column name shown otherwise ("p_holm" → "p Holm"); a whole name in NAMES wins.
+WORDS = {"ci": "CI", "se": "SE", "sd": "SD", "mdd": "MDD", "usd": "(USD)", "delta": DELTA, "holm": "Holm",
+         "s": "(s)", "obs": "obs.", "r": "r", "p": "p", "n": "n", "p95": "p95", "abs": "|·|", "diff": "difference"}
+NAMES = {"p_value": "p", "n_pairs": "Pairs", "n_models": "Models", "n_cells": "Cells", "n": "n",
+         "sd_diff": "SD of differences", "mean_abs_diff": "Mean |ΔA − ΔB|", "pearson_r": "Pearson r"}
+P_COLUMN = re.compile(r"p|p_value|p_holm.*|p_zsplit.*|p_.*|.*_p")
+SIGNED = re.compile(r".*(delta|Δ|difference|estimate|slope|evaluator_part).*")
+
+
+def column_label(name: object) -> object:
+    """A snake_case column name in words for Markdown and LaTeX ('p_holm' → 'p Holm'); other names as they are."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", name):
+        return name
+    if name in NAMES:
+        return NAMES[name]
+    if name in metric_keys():
+        return metric(name).label
+    words = [WORDS.get(w, w) for w in name.split("_")]
+    text = " ".join(words)
+    return text if name.split("_")[0] in ("p", "n", "r") else text[0].upper() + text[1:]
+
+
+def plain_column(values: pd.Series, name: object) -> list[str]:
+    """One column of a table without a paper layout, one precision for the whole column (module docstring)."""
+    flat = name[-1] if isinstance(name, tuple) else name
+    flat = str(flat)
+    present = values.dropna()
+    if values.dtype == bool or (len(present) and present.map(lambda v: isinstance(v, (bool, np.bool_))).all()):
+        return ["–" if _missing(v) else "yes" if v else "no" for v in values]
+    numeric = pd.to_numeric(present, errors="coerce") if len(present) else present
+    if not len(present) or numeric.isna().any() or present.map(lambda v: isinstance(v, str)).any():
+        keys = set(metric_keys())
+        return ["–" if _missing(v) else metric(v).label if flat == "metric" and v in keys
+                else str(v).capitalize() if flat == "track" and v in ("intimate", "public") else str(v)
+                for v in values]
+    if P_COLUMN.fullmatch(flat.lower().replace(" ", "_")):
+        return ["–" if _missing(v) else "<.001" if v < 0.001 else f"{v:.3f}".lstrip("0") for v in values]
+    if np.all(np.isfinite(numeric)) and (numeric == numeric.round()).all():
+        return ["–" if _missing(v) else f"{int(v)}" for v in values]
+    finite = numeric[np.isfinite(numeric)]
+    decimals = 3 if len(finite) and finite.abs().max() <= 1 else 2
+    sign = "+" if SIGNED.fullmatch(flat.lower()) else ""
+    return ["–" if _missing(v) else f"{v:{sign}.{decimals}f}" for v in values]
+
+
+def _missing(value: object) -> bool:
+    """None, NaN, pd.NA or NaT (a scalar pandas calls missing)."""
+    return value is None or (pd.api.types.is_scalar(value) and not isinstance(value, str) and bool(pd.isna(value)))
+
+
 def format_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Strings in the paper's style for a `gama_utils.report.tables` table (kind in attrs); others: 3 digits."""
+    """Strings in the paper's style for a `gama_utils.report.tables` table (kind in attrs); others: `plain_column`."""
     kind = table.attrs.get("kind")
     formatted = table.copy().astype(object)
     for column in table.columns:
         key, part = _column_metric(column, kind)
-        formatted[column] = [_format_cell(v, kind, key, part) for v in table[column]]
+        if key is None and part not in ("p", "Same sign"):
+            formatted[column] = plain_column(table[column], column)
+        else:
+            formatted[column] = [_format_cell(v, kind, key, part) for v in table[column]]
     return formatted
+
+
+def display_table(table: pd.DataFrame) -> pd.DataFrame:
+    """`format_table` with column and index names in words (`column_label`) and a constant simulated column left
+    out (the caption says it); what the Markdown and LaTeX files show."""
+    shown = format_table(table)
+    if "simulated" in shown.columns and table["simulated"].nunique(dropna=False) <= 1:
+        shown = shown.drop(columns="simulated")
+    if not isinstance(shown.columns, pd.MultiIndex):
+        shown.columns = [column_label(c) for c in shown.columns]
+    if isinstance(shown.index, pd.MultiIndex):
+        shown.index = shown.index.set_names([column_label(n) for n in shown.index.names])
+    elif shown.index.name is not None:
+        shown.index = shown.index.rename(column_label(shown.index.name))
+    return shown
 
 
 def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: str,
@@ -66,11 +138,12 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
         flat["simulated"] = bool(simulated)
     csv_frame(flat).to_csv(paths["csv"], index=False, quoting=csv.QUOTE_NONNUMERIC)
     note_text = f"\n\n{markdown_text('Notes. ' + ' '.join(notes))}" if notes else ""
-    paths["md"].write_text(f"{markdown_text(caption)}\n\n{markdown_table(format_table(table))}{note_text}\n",
+    shown = display_table(table)
+    paths["md"].write_text(f"{markdown_text(caption)}\n\n{markdown_table(shown)}{note_text}\n",
                            encoding="utf-8")
-    latex = _latex_frame(format_table(table)).to_latex(
+    latex = _latex_frame(shown).to_latex(
         index=False, escape=False, caption=latex_text(caption), label=f"tab:{name}", multicolumn=True,
-        multicolumn_format="c", column_format="l" * _index_frame(table).shape[1] + "r" * table.shape[1])
+        multicolumn_format="c", column_format="l" * _index_frame(table).shape[1] + "r" * shown.shape[1])
     if notes:
         latex = latex.replace("\\end{table}", f"\\par\\smallskip\\footnotesize Notes. "
                                               f"{latex_text(' '.join(notes))}\n\\end{{table}}")

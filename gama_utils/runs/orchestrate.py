@@ -118,8 +118,10 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
                                  lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
                                  label=profile)
     if report:
+        from gama_utils.report.browser import build_browser
         from gama_utils.report.run_report import build_report
 
+        log.info("answer browser: %s", build_browser(run_path))
         written = build_report(run_path)
         credentials.check_run_files(run_path)
         log.info("report: %s", written["html"])
@@ -135,7 +137,7 @@ def _preflight(notebooks: list[Path], values: Callable[[Path], dict]) -> list[st
         try:
             parameters.validate(nb.stem, values(nb)).preflight()
         except ParameterError as err:
-            problems += err.problems
+            problems += [p if p.startswith(f"{nb.stem}:") else f"{nb.stem}: {p}" for p in err.problems]
         except ValueError as err:
             problems.append(f"{nb.stem}: {err}")
     return problems

@@ -1,9 +1,10 @@
 """The notebooks' `parameters` cells, generated from the schemas of gama_utils.runs.parameters.
 
 A cell is plain assignments (papermill injects its values after it), one per schema field in the schema's
-order, with the default as a Python literal and the field's description as the comment. After changing a
-schema, `python -m gama_utils.runs.parameter_cells write` rewrites the cells; `check` lists the notebooks whose
-cell differs from its schema (a test runs it).
+order, with the default as a Python literal and the field's type and description as the comment, in the
+form papermill reads (`name = default  # type: int|None description`, shown by `papermill --help-notebook`).
+After changing a schema, `python -m gama_utils.runs.parameter_cells write` rewrites the cells; `check` lists the
+notebooks whose cell differs from its schema (a test runs it).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import argparse
 import json
 import sys
 import textwrap
+import types
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Union
 
 from gama_utils.paths import NOTEBOOKS
 from gama_utils.runs.parameters import SCHEMAS, schema
@@ -36,6 +39,22 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
+def type_name(annotation: Any) -> str:
+    """A field's type in one word papermill's type comment can hold: int, str|None, list, str|dict|ModelSpec."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return type_name(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(annotation)
+        names = [type_name(a) for a in args if a is not type(None)] + (["None"] if type(None) in args else [])
+        return "|".join(dict.fromkeys(names))
+    if origin is Literal:
+        return "|".join(dict.fromkeys(type(v).__name__ for v in typing.get_args(annotation)))
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    return getattr(annotation, "__name__", str(annotation).replace(" ", ""))
+
+
 def cell_source(notebook: str) -> str:
     """The parameters cell of a notebook, from its schema."""
     fields = schema(notebook).model_fields
@@ -45,7 +64,8 @@ def cell_source(notebook: str) -> str:
     lines = HEADER.splitlines()
     for name, field in fields.items():
         start = f"{assignments[name]:<{column}}" if len(assignments[name]) < column else f"{assignments[name]}  "
-        wrapped = textwrap.wrap(field.description or "", WIDTH - len(start) - 2) or [""]
+        comment = f"type: {type_name(field.annotation)} {field.description or ''}".strip()
+        wrapped = textwrap.wrap(comment, WIDTH - len(start) - 2) or [""]
         rest = textwrap.wrap(" ".join(wrapped[1:]), WIDTH - column - 2)
         lines.append(f"{start}# {wrapped[0]}".rstrip())
         lines.extend(f"{'':<{column}}# {more}" for more in rest)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -121,6 +122,15 @@ class Compile(NotebookParameters):
 class _Paid(NotebookParameters):
     """Parameters of the notebooks that send requests (and may cost money)."""
 
+    def preflight(self) -> None:
+        """The run folder's place, then every model's environment variables (all missing ones in one ParameterError)."""
+        from gama_utils.llm.registry import unset_variables
+
+        super().preflight()
+        problems = unset_variables(self.models())
+        if problems:
+            raise ParameterError(problems)
+
     backend: Literal["sim", "api"] = Field("sim", description='"sim": offline simulated models; "api": the paper\'s '
                                                               "models (keys from the environment)")
     concurrency: Count | None = Field(None, description="requests in flight per model (None: the layer's default, "
@@ -184,20 +194,25 @@ class Evaluate(_Paid):
     max_reasks: Annotated[int, Field(ge=0)] = Field(2, description="re-asks of an invalid evaluator answer")
     replace: bool = Field(False, description="replace another evaluator's scores already in run_dir; False refuses")
 
+    def judge(self) -> ModelRef:
+        """The judge 05 scores with: `evaluator`, or the main judge of configs/judges.yaml on `backend`."""
+        from gama_utils.judge import judges
+
+        return self.evaluator or judges.default_judge(self.backend)
+
     def preflight(self) -> None:
-        """The run folder's place, and the scores already in it (refused when another evaluator's)."""
-        from gama_utils.judge import evaluate, judges
+        """The run folder's place, the keys, and the scores already in it (refused when another evaluator's)."""
+        from gama_utils.judge import evaluate
 
         super().preflight()
-        judge = self.evaluator or judges.default_judge(self.backend)
-        evaluate.check_evaluations_origin(run_folders.run_dir(self.run_dir), evaluate.evaluator_name(judge),
+        evaluate.check_evaluations_origin(run_folders.run_dir(self.run_dir), evaluate.evaluator_name(self.judge()),
                                           self.replace)
 
     def models(self) -> list[ModelSpec]:
         """The evaluator 05 will ask (none for the lexicon)."""
         from gama_utils.judge import judges
 
-        return judges.model_specs([self.evaluator or judges.default_judge(self.backend)])
+        return judges.model_specs([self.judge()])
 
 
 class Analyze(NotebookParameters):
@@ -359,9 +374,21 @@ def injected_names(namespace: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def how_run(namespace: Mapping[str, Any]) -> str:
+    """"papermill" when the kernel's input history holds papermill's injected parameters cell, else "interactive"."""
+    history = namespace.get("In")
+    injected = isinstance(history, list) and any(isinstance(source, str) and source.startswith(INJECTED_HEADER)
+                                                 for source in history)
+    return "papermill" if injected else "interactive"
+
+
 def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     """A notebook's first line: validate its parameters as they stand in its namespace, then the files it will
-    touch (run folder, answers of another origin); one ParameterError with every problem before anything runs."""
+    touch (run folder, answers of another origin); one ParameterError with every problem before anything runs.
+
+    Inside a kernel (the namespace has IPython's get_ipython), the run is then recorded in the run's
+    manifest.json ("notebook_runs": how it ran, when, the parameters), from papermill or JupyterLab alike.
+    """
     model = schema(notebook)
     values = {name: namespace[name] for name in model.model_fields if name in namespace}
     stray = {name: value for name, value in namespace.items()
@@ -375,6 +402,11 @@ def check(notebook: str, namespace: Mapping[str, Any]) -> NotebookParameters:
     params = model(**values)
     try:
         params.preflight()
+    except ParameterError as err:
+        raise ParameterError([f"{notebook}: {p}" for p in err.problems]) from None
     except ValueError as err:
         raise ParameterError([f"{notebook}: {err}"]) from None
+    if "get_ipython" in namespace:
+        recorded = json.loads(json.dumps(params.model_dump(), default=str))
+        run_folders.record_notebook_run(params.run_dir, notebook, how_run(namespace), recorded)
     return params

