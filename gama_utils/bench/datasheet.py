@@ -3,8 +3,8 @@
 `construction_summary` records the facts of one construction run (models, counts, removals,
 exclusions, drops); `measures` computes, at build time, the numbers the datasheet reports about
 the published templates (singular-they agreement errors, advice-question share, cross-bank
-premise similarity, region shares, "!" by style, occupations and their stereotype direction,
-affected third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
+premise similarity by two methods, region shares, "!" by style, the rhetorical devices of each style
+against their bounds, occupations and their stereotype direction, affected third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
 composition and the severity rubric of every dimension. Nothing here reads a clock or a path,
 so a rebuild gives the same bytes.
 """
@@ -61,6 +61,7 @@ def construction_summary(candidates: pd.DataFrame, reviews: pd.DataFrame, posts:
 def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
     """The numbers the datasheet reports about the published pairs (posts give their template texts)."""
     texts = posts.set_index("template_id").loc[list(pairs["template_id"]), "text"]
+    published = posts[posts["template_id"].isin(pairs["template_id"])][["template_id", "text"]]
     agreement = [error for prompt in pairs["prompt_neutral"] for error in wording.agreement_errors(prompt)]
     advice = [wording.advice_question_problem(text) is None for text in texts]
     exclaimed = pairs.assign(exclaims=[wording.exclamation_count(t) > 0 for t in texts])
@@ -68,7 +69,9 @@ def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
         "agreement_errors": len(agreement),
         "agreement_examples": agreement[:5],
         "advice_question_share": round(sum(advice) / len(advice), 4) if advice else None,
-        "premise_similarity": _similarity(premise_similarity(posts[posts["template_id"].isin(pairs["template_id"])])),
+        "premise_similarity": _similarity(premise_similarity(published)),
+        "paraphrase_similarity": _similarity(premise_similarity(published, "paraphrase")),
+        "style_devices": _style_devices(published.merge(pairs[["template_id", "style"]], on="template_id")),
         "regions": {track: _regions(pairs[pairs["track"] == track]) for track in grid.TRACKS},
         "exclamations": [{"style": style, "templates": len(group), "with_exclamation": int(group.sum()),
                           "share": round(float(group.mean()), 3) if len(group) else None}
@@ -85,6 +88,15 @@ def _similarity(summary: dict) -> dict:
     picked = {k: summary[k] for k in keep}
     picked["pairs_at_or_above"] = {f"{float(t):.2f}": n for t, n in summary["pairs_at_or_above"].items()}
     return {**picked, "closest": top[0] if top else None}
+
+
+def _style_devices(templates: pd.DataFrame) -> dict:
+    table = wording.style_table(templates)
+    rows = table.to_dict("records")
+    return {"rows": rows, "within": int(table["within"].sum()), "bounds": len(table),
+            "over": [r for r in rows if not r["within"]],
+            "templates_over": int(sum(bool(wording.style_problems(t, s))
+                                      for t, s in zip(templates["text"], templates["style"])))}
 
 
 def _regions(pairs: pd.DataFrame) -> dict:
