@@ -212,6 +212,9 @@ ACRONYMS = frozenset("""
 AI HR CEO COVID ID GM HOA VP RA TA EMT CCTV GP TV PT CPS IV DM IX DA GPS PTA QR TB ER SUV NDA CTO DVSA ICU USA
 HVAC AC SAT MOT PIN PI GPA CIO CV UX AA AAA ECG COPD CPR CFA CRA PSA UV APR LSAT DQ FBI DMV FAA ISA DNA PO HIV BTS
 SACCO ATM DIY ACL PC MRT UK US EU NHS PE PR OK IT CBT MBA GCSE SMS PDF USB BBQ SIM
+USD EUR GBP DKK SEK NOK CHF JPY CNY INR KES NGN ZAR BRL MXN ARS CLP COP PEN AUD NZD CAD SGD HKD MYR THB PHP IDR
+VND KRW TWD TRY PLN CZK HUF RON ILS AED SAR EGP MAD GHS UGX TZS
+HDB CFO QA AD CRM MD COO OSHA GMP NGO NGOS KPI SOP
 """.split())
 # People named by their role ("the attendant", "my kid"): the nouns a text repeats to avoid a pronoun.
 ROLE_NOUNS = frozenset("""
@@ -230,6 +233,8 @@ photographer influencer creator subscriber follower fan admin administrator disp
 _ROLE = re.compile(r"\b(?:the|my|our|this|that|your|his|her|their)\s+(?:(?:other|new|young|older|little|same|"
                    r"whole|first|second|head|senior|junior|\w+-\w+)\s+)?(" + "|".join(sorted(ROLE_NOUNS)) + r")\b",
                    re.IGNORECASE)
+_SINGLE_QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])")
+_CAPITAL_RUN = re.compile(r"(?<![\w'’])[A-Z]{2,}(?:[\s,.!?-]+[A-Z]{2,}){2,}(?![\w'’])")
 _QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]{2,}?’(?!\w)")
 _PLACEHOLDER = re.compile(r"\[[A-Z_]+\]")
 _CAPITALS = re.compile(r"(?<![\w'’])[A-Z]{2,}(?![\w'’])")
@@ -240,6 +245,9 @@ _HAS_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|you|he|she|it|it's
 _FINITE = frozenset("""
 is are was were am be been has have had do does did won got came went left died ran fell lost stood sat saw
 said told knew took gave made began broke wrote stayed moved changed happened stopped survived recovered
+froze hit cut put shut felt kept sent spent thought brought bought caught heard held meant met paid sold wore
+woke threw grew drew flew blew drove rode rose spoke chose stole ate swam rang sang drank fought found led slid
+struck swung built fed fled forgot hid shook shot slept stuck tore understood wept
 """.split())
 
 
@@ -266,7 +274,8 @@ def echo_fragments(text: str, max_words: int = 3) -> list[str]:
 def _finite(word: str) -> bool:
     """Whether a non-initial word of a short sentence reads as its finite verb ("Nobody checked.", "Six came up.")."""
     low = word.lower()
-    return low in _FINITE or low.endswith(("n't", "n’t")) or (low.endswith("ed") and len(low) > 4)
+    return (low in _FINITE or low in VERBS_3SG or low.endswith(("n't", "n’t"))
+            or (low.endswith("ed") and len(low) > 4))
 
 
 def _narrator_sentences(text: str) -> list[str]:
@@ -278,10 +287,22 @@ def _narrator_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.findall(text) if s.strip()]
 
 
+def emphatic_capital_spans(text: str) -> list[tuple[int, int]]:
+    """Where the narrator writes a word in capitals for emphasis ("I was SO careful"), as (start, end) in `text`.
+
+    Quoted speech and writing (double quotes, or single quotes around a phrase), placeholders, ACRONYMS
+    (currency codes included) and runs of three or more capitalised words (a sign: FRIDGES AND FREEZERS
+    ONLY) don't count.
+    """
+    skipped = [m.span() for pattern in (_QUOTED, _SINGLE_QUOTED, _PLACEHOLDER, _CAPITAL_RUN)
+               for m in pattern.finditer(text)]
+    return [m.span() for m in _CAPITALS.finditer(text) if m.group(0) not in ACRONYMS
+            and not any(a <= m.start() < b for a, b in skipped)]
+
+
 def emphatic_capitals(text: str) -> list[str]:
-    """All-capital words the narrator uses for emphasis ("I was SO careful"); quotes, placeholders and ACRONYMS
-    don't count."""
-    return [w for w in _CAPITALS.findall(_narration(text)) if w not in ACRONYMS]
+    """The words of `emphatic_capital_spans`."""
+    return [text[a:b] for a, b in emphatic_capital_spans(text)]
 
 
 def rhetorical_questions(text: str) -> list[str]:
