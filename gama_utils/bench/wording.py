@@ -17,7 +17,7 @@ count, nor do backward-looking ones ("What would you have done?", "Should I have
 
 Style (bank v3). Each rhetorical style has bounds (STYLE_BOUNDS) for five devices counted in the
 narrator's own words (quoted speech and placeholders out): echo fragments ("Seven.", "Every day."),
-exclamation marks, emphatic capitals ("SO"), rhetorical questions (any question before the closing
+exclamation marks (a shouted "Thief!" is quoted speech), emphatic capitals ("SO"), rhetorical questions (any question before the closing
 run, or a closing one that opens "Why"/"Isn't"), and the most repeated role noun ("the attendant" nine
 times). A bound is a most-per-template and a largest share of the style's templates using the device;
 `style_table` measures a bank against them (the bank audit and the datasheet report it).
@@ -329,7 +329,7 @@ def repeated_role_noun(text: str) -> tuple[str | None, int]:
 
 def style_devices(text: str) -> dict[str, int]:
     """Counts of each rhetorical device of STYLE_BOUNDS in one template text."""
-    return {"echo_fragments": len(echo_fragments(text)), "exclamations": exclamation_count(text),
+    return {"echo_fragments": len(echo_fragments(text)), "exclamations": exclamation_count(_QUOTED.sub(" ", text)),
             "emphatic_capitals": len(emphatic_capitals(text)), "rhetorical_questions": len(rhetorical_questions(text)),
             "role_noun_repeats": repeated_role_noun(text)[1]}
 
