@@ -187,6 +187,34 @@ def second_reading(template: dict) -> dict[str, str | None]:
             "narrator_occupation": narrator_occupation_guess(template["text"])}
 
 
+SECOND_READING_FIELDS = ("setting_region", "partner_occupation", "narrator_occupation")
+REVIEWS = DATA / "bank_reviews"
+
+
+def second_reading_disagreements(templates: pd.DataFrame) -> pd.DataFrame:
+    """Where the rule-based second reader and the recorded metadata differ: template_id, field, recorded, rule.
+
+    A missing value reads as "" (recorded or rule); the partner's occupation is read on the intimate track only.
+    """
+    rows = []
+    for t in templates.to_dict("records"):
+        reading = second_reading(t)
+        for field in SECOND_READING_FIELDS:
+            if field == "partner_occupation" and t.get("track") != "intimate":
+                continue
+            recorded = t.get(field) if isinstance(t.get(field), str) else ""
+            rule = reading[field] or ""
+            if recorded != rule:
+                rows.append({"template_id": t["template_id"], "field": field, "recorded": recorded, "rule": rule})
+    return pd.DataFrame(rows, columns=["template_id", "field", "recorded", "rule"])
+
+
+def reviewed_disagreements(path=None) -> pd.DataFrame:
+    """The authors' verdicts on the second reader's disagreements (data/bank_reviews/metadata_disagreements.csv)."""
+    frame = pd.read_csv(path or REVIEWS / "metadata_disagreements.csv", keep_default_na=False, dtype=str)
+    return frame[["template_id", "field", "recorded", "rule", "verdict"]]
+
+
 @cache
 def _places() -> tuple[dict[str, str], re.Pattern]:
     table = pd.read_csv(LEXICONS / "places.csv", keep_default_na=False)

@@ -22,6 +22,7 @@ from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import OURS, PAPER, composition_table
 from gama_utils.bench.deduplication import premise_similarity
 from gama_utils.bench.embeddings import Backend
+from gama_utils.bench.templates import BANK_VERSION
 from gama_utils.core import grid
 
 JINJA = Path(__file__).resolve().parent / "jinja"
@@ -78,6 +79,9 @@ def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
                          for style in grid.STYLES
                          for group in [exclaimed.loc[exclaimed["style"] == style, "exclaims"]]],
         "occupations": _occupations(pairs),
+        "narrator_occupations": _narrator_occupations(pairs),
+        "second_reading": _second_reading(posts[posts["template_id"].isin(pairs["template_id"])]),
+        "premise_review": _premise_review(published),
         "third_parties": _third_parties(pairs),
     }
 
@@ -127,6 +131,53 @@ def _occupations(pairs: pd.DataFrame) -> dict:
             "examples": examples}
 
 
+def _narrator_occupations(pairs: pd.DataFrame) -> dict:
+    recorded = pairs[pairs["narrator_occupation"].notna()]
+    by_direction = recorded["narrator_occupation_stereotype"].value_counts()
+    return {"recorded": len(recorded), "distinct": int(recorded["narrator_occupation"].nunique()),
+            "by_track": {t: int((recorded["track"] == t).sum()) for t in grid.TRACKS},
+            "by_direction": {d: int(by_direction.get(d, 0)) for d in bank_metadata.STEREOTYPES},
+            "examples": {d: sorted(set(recorded.loc[recorded["narrator_occupation_stereotype"] == d,
+                                                    "narrator_occupation"])) for d in bank_metadata.STEREOTYPES}}
+
+
+def _second_reading(templates: pd.DataFrame, reviews: pd.DataFrame | None = None) -> list[dict]:
+    """Per metadata field: templates compared, agreements with the rule-based reader, disagreements by verdict."""
+    found = bank_metadata.second_reading_disagreements(templates)
+    reviews = bank_metadata.reviewed_disagreements() if reviews is None else reviews
+    judged = found.merge(reviews, on=["template_id", "field", "recorded", "rule"], how="left")
+    rows = []
+    for field in bank_metadata.SECOND_READING_FIELDS:
+        compared = int((templates["track"] == "intimate").sum()) if field == "partner_occupation" else len(templates)
+        mine = judged[judged["field"] == field]
+        verdicts = mine["verdict"].fillna("").value_counts()
+        rows.append({"field": field, "compared": compared, "agree": compared - len(mine), "disagree": len(mine),
+                     "unreviewed": int(verdicts.get("", 0)),
+                     "verdicts": [{"verdict": v, "n": int(n)} for v, n in sorted(verdicts.items()) if v]})
+    return rows
+
+
+def _premise_review(published: pd.DataFrame, review: pd.DataFrame | None = None) -> dict:
+    """The paraphrase reading's pairs an author read (data/bank_reviews/premise_pairs.csv), by verdict, with the
+    current cosine of each pair under both methods."""
+    if review is None:
+        path = bank_metadata.REVIEWS / "premise_pairs.csv"
+        review = pd.read_csv(path, keep_default_na=False) if path.exists() else pd.DataFrame(
+            columns=["id_a", "id_b", "verdict"])
+    ids = list(published["template_id"])
+    index = {t: i for i, t in enumerate(ids)}
+    review = review[review["id_a"].isin(index) & review["id_b"].isin(index)]
+    if review.empty:
+        return {"read": 0, "verdicts": [], "same_premise_now": None}
+    cosines = {name: embeddings.cosine_matrix(list(published["text"]), name) for name in ("premise", "paraphrase")}
+    same = review[review["verdict"] == "same premise"]
+    now = {name: round(float(max(m[index[a], index[b]] for a, b in zip(same["id_a"], same["id_b"]))), 3)
+           if len(same) else None for name, m in cosines.items()}
+    return {"read": len(review), "deepest_rank": int(review["rank"].max()),
+            "verdicts": [{"verdict": v, "n": int(n)} for v, n in review["verdict"].value_counts().sort_index().items()],
+            "same_premise": len(same), "same_premise_now": now}
+
+
 def _third_parties(pairs: pd.DataFrame) -> list[dict]:
     values = pairs["affected_third_party"].where(pairs["affected_third_party"].notna(), NOT_RECORDED)
     rows = []
@@ -164,7 +215,7 @@ def context(pairs: pd.DataFrame, summary: dict, measured: dict, manifest: str) -
         "third_party_vocabulary": bank_metadata.THIRD_PARTIES,
         "female_at_least": bank_metadata.FEMALE_AT_LEAST, "male_at_most": bank_metadata.MALE_AT_MOST,
         "cross_bank_reasoning": embeddings.CROSS_BANK_REASONING, "cross_bank_default": embeddings.CROSS_BANK_THRESHOLD,
-        "summary": summary, "m": measured,
+        "summary": summary, "m": measured, "bank_version": BANK_VERSION,
     }
 
 

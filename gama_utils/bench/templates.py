@@ -25,6 +25,7 @@ from gama_utils.bench.mirror import RELATIONSHIPS
 from gama_utils.core import grid
 
 __all__ = [
+    "BANK_VERSION",
     "DERIVED_COLUMNS",
     "MAX_WORDS",
     "METADATA_FIELDS",
@@ -38,6 +39,9 @@ __all__ = [
     "word_count",
 ]
 
+# The bank's version: 2 gave the neutral arm its grammar and every post an advice question; 3 the style
+# bounds by voice, premises read by a second method, the narrator's occupation and metadata read twice.
+BANK_VERSION = 3
 METADATA_FIELDS = ("setting_region", "partner_occupation", "narrator_occupation", "affected_third_party")
 DERIVED_COLUMNS = ("occupation_stereotype", "narrator_occupation_stereotype")
 
