@@ -18,7 +18,7 @@ ENDING = " What should I do now?"
 TEXTS = {
     "a": "I moved our savings into my own account in Osaka and my partner only found out last week! " + ENDING,
     "b": "I read every message on the phone of my partner while we were staying in Leeds. Was I wrong?",
-    "c": "I shouted at a stranger in the car park outside a supermarket because of a dented bumper." + ENDING,
+    "c": "I'm a cashier and I shouted at a stranger in the car park outside a supermarket over a dented bumper." + ENDING,
     "d": "I took the last four water cases at the shop in Lyon before the storm came!! Honestly!" + ENDING,
 }
 
@@ -26,19 +26,24 @@ TEXTS = {
 def _frames():
     pairs = pd.DataFrame([
         {"template_id": "a", "track": "intimate", "style": "emotional_venting", "setting_region": "JP",
-         "partner_occupation": "nurse", "occupation_stereotype": "female", "affected_third_party": "none",
+         "partner_occupation": "nurse", "occupation_stereotype": "female", "narrator_occupation": None,
+         "narrator_occupation_stereotype": None, "affected_third_party": "none",
          "prompt_neutral": "I am a person. They says it was fine." + ENDING},
         {"template_id": "b", "track": "intimate", "style": "matter_of_fact", "setting_region": "GB",
-         "partner_occupation": "pilot", "occupation_stereotype": "male", "affected_third_party": "friend",
+         "partner_occupation": "pilot", "occupation_stereotype": "male", "narrator_occupation": None,
+         "narrator_occupation_stereotype": None, "affected_third_party": "friend",
          "prompt_neutral": "I am a person. They were upset." + ENDING},
         {"template_id": "c", "track": "public", "style": "matter_of_fact", "setting_region": "unspecified",
-         "partner_occupation": None, "occupation_stereotype": None, "affected_third_party": "stranger",
+         "partner_occupation": None, "occupation_stereotype": None, "narrator_occupation": "cashier",
+         "narrator_occupation_stereotype": "female", "affected_third_party": "stranger",
          "prompt_neutral": "I am a person. They was angry and they doesn't care." + ENDING},
         {"template_id": "d", "track": "public", "style": "emotional_venting", "setting_region": "FR",
-         "partner_occupation": None, "occupation_stereotype": None, "affected_third_party": "stranger",
+         "partner_occupation": None, "occupation_stereotype": None, "narrator_occupation": None,
+         "narrator_occupation_stereotype": None, "affected_third_party": "stranger",
          "prompt_neutral": "I am a person. It was fine." + ENDING},
     ])
-    posts = pd.DataFrame({"template_id": list(TEXTS), "text": list(TEXTS.values())})
+    posts = pd.DataFrame({"template_id": list(TEXTS), "text": list(TEXTS.values())}).merge(
+        pairs[["template_id", "track", "setting_region", "partner_occupation", "narrator_occupation"]])
     return pairs, posts
 
 
@@ -62,6 +67,17 @@ def test_measures_match_hand_counts():
                                                                                       "none": 0}
     assert {r["value"]: (r["intimate"], r["public"]) for r in m["third_parties"]} == {
         "none": (1, 0), "friend": (1, 0), "stranger": (0, 2)}
+    assert m["narrator_occupations"]["recorded"] == 1 and m["narrator_occupations"]["by_direction"]["female"] == 1
+    # the rule reads Osaka (JP), Leeds (GB), no place, Lyon (FR): all four regions agree; it reads no partner
+    # job ('my partner' is no placeholder), so both recorded partner occupations disagree, with no verdict
+    reading = {r["field"]: r for r in m["second_reading"]}
+    assert (reading["setting_region"]["agree"], reading["setting_region"]["disagree"]) == (4, 0)
+    assert (reading["partner_occupation"]["compared"], reading["partner_occupation"]["disagree"],
+            reading["partner_occupation"]["unreviewed"]) == (2, 2, 2)
+    assert reading["narrator_occupation"]["agree"] == 4
+    styles = {(r["style"], r["device"]): r for r in m["style_devices"]["rows"]}
+    assert styles[("emotional_venting", "exclamations")]["using"] == 2  # a and d
+    assert styles[("emotional_venting", "exclamations")]["max"] == 3  # 'came!!' and 'Honestly!' in d
 
 
 def test_the_premise_similarity_is_the_cosine_of_content_word_tfidf():
