@@ -69,6 +69,7 @@ def audit_template(t: dict, groups: dict[str, dict], review: dict[str, list[str]
         "rhetorical_questions": wording.rhetorical_questions(t["text"]),
         "repeated_role_noun": wording.repeated_role_noun(t["text"])[0],
         "occupations_named": [f"{o['surface']} → {o['occupation']} ({o['stereotype']})" for o in occupations],
+        "narrator_occupation_guess": bank_metadata.narrator_occupation_guess(t["text"]),
         "partner_occupation_guess": partner_jobs[0]["occupation"] if partner_jobs else None,
         "partner_occupation_stereotype_guess": partner_jobs[0]["stereotype"] if partner_jobs else None,
         "lint_v2": lint_template(t["text"], t["track"], t.get("lang") or "en", v2_rules=True),
