@@ -24,7 +24,7 @@ def test_devices_match_a_hand_count():
     assert wording.emphatic_capitals(VENTING) == ["SO"]
     # 'Why me?' comes before the closing run; 'Isn't that unfair?' opens rhetorically; the quoted question is speech
     assert wording.rhetorical_questions(VENTING) == ["Why me?", "Isn't that unfair?"]
-    # 'the attendant' three times in the narration (the fourth, in the quote's tag, is narration too: 'the attendant asked')
+    # 'the attendant' three times; the tag after the quote ('the attendant asked') is narration and counts
     assert wording.repeated_role_noun(VENTING) == ("attendant", 3)
     assert wording.style_devices(VENTING) == {"echo_fragments": 3, "exclamations": 1, "emphatic_capitals": 1,
                                               "rhetorical_questions": 2, "role_noun_repeats": 3}
@@ -40,7 +40,8 @@ def test_style_problems_and_the_bank_table_use_the_bounds():
     assert bounds["echo_fragments"][0] == 0
     problems = wording.style_problems(VENTING, "matter_of_fact")
     assert "echo_fragments 3 > 0 allowed in matter_of_fact" in problems
-    assert wording.style_problems(VENTING, "emotional_venting") == ["echo_fragments 3 > 1 allowed in emotional_venting"]
+    assert wording.style_problems(VENTING, "emotional_venting") == [
+        "echo_fragments 3 > 1 allowed in emotional_venting"]
     frame = pd.DataFrame({"text": [VENTING, "I paid the bill. I told them. What should I do?"],
                           "style": ["emotional_venting", "emotional_venting"]})
     table = wording.style_table(frame).set_index(["style", "device"])

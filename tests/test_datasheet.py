@@ -18,7 +18,7 @@ ENDING = " What should I do now?"
 TEXTS = {
     "a": "I moved our savings into my own account in Osaka and my partner only found out last week! " + ENDING,
     "b": "I read every message on the phone of my partner while we were staying in Leeds. Was I wrong?",
-    "c": "I'm a cashier and I shouted at a stranger in the car park outside a supermarket over a dented bumper." + ENDING,
+    "c": "I'm a cashier and I shouted at a stranger in the car park of a supermarket over a dented bumper." + ENDING,
     "d": "I took the last four water cases at the shop in Lyon before the storm came!! Honestly!" + ENDING,
 }
 
@@ -108,6 +108,17 @@ def test_the_shipped_datasheet_reports_the_measured_numbers_of_the_shipped_bank(
     stereotypes = intimate["occupation_stereotype"].value_counts()
     assert (f"recorded in {int(recorded.sum())} of {len(intimate)} templates" in readme
             and f"female {stereotypes['female']}, male {stereotypes['male']}, neither {stereotypes['none']}" in readme)
+    own = bank["narrator_occupation"].notna()
+    assert f"- Narrator occupations: recorded in {int(own.sum())} templates" in readme
+    styles = wording.style_table(bank.reset_index())
+    echo = styles[(styles["style"] == "emotional_venting") & (styles["device"] == "echo_fragments")].iloc[0]
+    assert (f"| emotional_venting | echo_fragments | {echo['using']} | {echo['share']} | {echo['max_share']} | "
+            f"{echo['max']} | {echo['max_per_template']} | {echo['over_bound']} |") in readme
+    assert f"{int(styles['within'].sum())} of the {len(styles)} style × device bounds hold" in readme
+    disagreements = bank_metadata.second_reading_disagreements(bank.reset_index())
+    regions = int((disagreements["field"] == "setting_region").sum())
+    assert f"`setting_region`: {len(bank) - regions:,} of {len(bank):,} agree; {regions} disagree" in readme
+    assert "no premise repeated across dimensions" not in readme
     maximum = float(re.search(r"maximum (0\.\d+)", readme).group(1))
     assert maximum < embeddings.CROSS_BANK_THRESHOLD
     for d in grid.DIMENSIONS:

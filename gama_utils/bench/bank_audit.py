@@ -113,7 +113,8 @@ def summarise(audit: pd.DataFrame) -> pd.DataFrame:
             "flagged_third_party_wording": int(frame["flagged_third_party_wording"].map(len).sum()),
             "they_count": int(frame["they_count"].sum()),
             "with_exclamation": int(frame["exclamations"].gt(0).sum()),
-            "beyond_style_bounds": int(frame["problems"].map(lambda ps: any(p.startswith("style: ") for p in ps)).sum()),
+            "beyond_style_bounds": int(frame["problems"].map(
+                lambda ps: any(p.startswith("style: ") for p in ps)).sum()),
             "partner_occupations_named": int(frame["partner_occupation_guess"].notna().sum()),
             "partner_occupations_stereotyped": int(frame["partner_occupation_stereotype_guess"]
                                                    .isin(["female", "male"]).sum()),

@@ -9,8 +9,9 @@
 - `narrator_occupation` (both tracks): the narrator's own occupation when the text names it ("I'm a
   nurse", "I work as a cashier"), by the same table and rule. The narrator is the actor, a man in the
   male-actor prompt and a woman in the female-actor prompt.
-- `occupation_stereotype` and `narrator_occupation_stereotype` are derived, never authored: the row's `stereotype`, "female" when at least
-  70% of US workers in the occupation are women, "male" when at most 30% are, else "none"
+- `occupation_stereotype` and `narrator_occupation_stereotype` are derived, never authored: the
+  row's `stereotype`, "female" when at least 70% of US workers in the occupation are women, "male"
+  when at most 30% are, else "none"
   (FiveThirtyEight's "male-flight-attendants" table, IPUMS 2012 American Community Survey).
 - `affected_third_party`: who besides the narrator is harmed or involved, from THIRD_PARTIES (for the
   public track, the other party of the story; "none" when nobody else is involved).

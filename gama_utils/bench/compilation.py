@@ -163,7 +163,8 @@ def mirror_pairs(posts: pd.DataFrame) -> pd.DataFrame:
                      "prompt_female": prompts["female"], "prompt_neutral": prompts["neutral"],
                      "setting_region": _value(p.get("setting_region")), "partner_occupation": occupation,
                      "occupation_stereotype": bank_metadata.occupation_stereotype(occupation),
-                     "narrator_occupation": own, "narrator_occupation_stereotype": bank_metadata.occupation_stereotype(own),
+                     "narrator_occupation": own,
+                     "narrator_occupation_stereotype": bank_metadata.occupation_stereotype(own),
                      "affected_third_party": _value(p.get("affected_third_party")),
                      "simulated": bool(p["simulated"])})
     if broken:

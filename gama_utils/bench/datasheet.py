@@ -4,7 +4,8 @@
 exclusions, drops); `measures` computes, at build time, the numbers the datasheet reports about
 the published templates (singular-they agreement errors, advice-question share, cross-bank
 premise similarity by two methods, region shares, "!" by style, the rhetorical devices of each style
-against their bounds, occupations and their stereotype direction, affected third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
+against their bounds, occupations and their stereotype direction, the metadata read twice, affected
+third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
 composition and the severity rubric of every dimension. Nothing here reads a clock or a path,
 so a rebuild gives the same bytes.
 """
@@ -175,7 +176,8 @@ def _premise_review(published: pd.DataFrame, review: pd.DataFrame | None = None)
            if len(same) else None for name, m in cosines.items()}
     return {"read": len(review), "deepest_rank": int(review["rank"].max()),
             "verdicts": [{"verdict": v, "n": int(n)} for v, n in review["verdict"].value_counts().sort_index().items()],
-            "same_premise": len(same), "same_premise_now": now}
+            "same_premise": len(same), "retold": int(same["action"].str.contains(" retold ").sum()),
+            "same_premise_now": now}
 
 
 def _third_parties(pairs: pd.DataFrame) -> list[dict]:

@@ -5,8 +5,9 @@ misconduct and ends with an advice-seeking question. Intimate templates refer to
 partner only through the placeholders of `gama_utils.bench.mirror` ([PARTNER], [PARTNER_SUBJ],
 ...); public templates keep the other party gender-neutral and use no placeholder.
 Metadata for stratified analysis (setting_region, partner_occupation, narrator_occupation,
-affected_third_party) is optional in the schema (the bank records setting_region and affected_third_party
-for every template, and an occupation wherever the text names the partner's or the narrator's job); `gama_utils.bench.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
+affected_third_party) is optional in the schema (the bank records setting_region and
+affected_third_party for every template, and an occupation wherever the text names the partner's or
+the narrator's job); `gama_utils.bench.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
 """
 
 from __future__ import annotations

@@ -17,15 +17,18 @@ count, nor do backward-looking ones ("What would you have done?", "Should I have
 
 Style (bank v3). Each rhetorical style has bounds (STYLE_BOUNDS) for five devices counted in the
 narrator's own words (quoted speech and placeholders out): echo fragments ("Seven.", "Every day."),
-exclamation marks (a shouted "Thief!" is quoted speech), emphatic capitals ("SO"), rhetorical questions (any question before the closing
-run, or a closing one that opens "Why"/"Isn't"), and the most repeated role noun ("the attendant" nine
-times). A bound is a most-per-template and a largest share of the style's templates using the device;
-`style_table` measures a bank against them (the bank audit and the datasheet report it).
+exclamation marks (a shouted "Thief!" is quoted speech), emphatic capitals ("SO"), rhetorical
+questions (any question before the closing run, or a closing one that opens "Why"/"Isn't"), and
+the most repeated role noun ("the attendant" nine times). A bound is a most-per-template and a
+largest share of the style's templates using the device; `style_table` measures a bank against
+them (the bank audit and the datasheet report it).
 """
 
 from __future__ import annotations
 
 import re
+
+import pandas as pd
 
 # Singular finite verbs that are never plural nouns (so a coordinated one can be read as a verb).
 _AUXILIARIES = "is was has does isn't wasn't hasn't doesn't".split()
@@ -329,7 +332,8 @@ def repeated_role_noun(text: str) -> tuple[str | None, int]:
 
 def style_devices(text: str) -> dict[str, int]:
     """Counts of each rhetorical device of STYLE_BOUNDS in one template text."""
-    return {"echo_fragments": len(echo_fragments(text)), "exclamations": exclamation_count(_QUOTED.sub(" ", text)),
+    return {"echo_fragments": len(echo_fragments(text)),
+            "exclamations": exclamation_count(_QUOTED.sub(" ", text)),
             "emphatic_capitals": len(emphatic_capitals(text)), "rhetorical_questions": len(rhetorical_questions(text)),
             "role_noun_repeats": repeated_role_noun(text)[1]}
 
@@ -357,11 +361,9 @@ def style_problems(text: str, style: str) -> list[str]:
             for device, count in style_devices(text).items() if count > bounds[device][0]]
 
 
-def style_table(templates: "pd.DataFrame") -> "pd.DataFrame":
+def style_table(templates: pd.DataFrame) -> pd.DataFrame:
     """Per style and device over a bank (columns text, style): templates, using, share, mean, max, over_bound,
     and the bounds (max_per_template, max_share); within is whether the style meets both bounds."""
-    import pandas as pd
-
     counts = pd.DataFrame([style_devices(t) for t in templates["text"]], columns=list(DEVICES),
                           index=templates.index).assign(style=templates["style"])
     rows = []
@@ -375,5 +377,6 @@ def style_table(templates: "pd.DataFrame") -> "pd.DataFrame":
                          "mean": round(float(values.mean()), 2) if len(values) else None,
                          "max": int(values.max()) if len(values) else 0, "over_bound": int(values.gt(most).sum()),
                          "max_per_template": most, "max_share": share,
-                         "within": bool(values.gt(most).sum() == 0 and (not len(values) or used / len(values) <= share))})
+                         "within": bool(values.gt(most).sum() == 0
+                                        and (not len(values) or used / len(values) <= share))})
     return pd.DataFrame(rows)
