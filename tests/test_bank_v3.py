@@ -128,3 +128,19 @@ def test_narrator_occupations_are_recorded_and_derived(bank):
     assert len(recorded) >= 130
     assert (recorded["narrator_occupation_stereotype"]
             == recorded["narrator_occupation"].map(bank_metadata.occupation_stereotype)).all()
+
+
+def test_the_narrator_occupation_stratum_names_its_levels_in_06s_table():
+    from gama_utils.report import tables
+    from tests.test_tables import gaps_frame
+
+    frame = gaps_frame([("A", "public", "puni", 5.0, 3.0), ("A", "public", "puni", 4.0, 4.5),
+                        ("A", "public", "puni", 3.0, 3.0)])
+    frame["narrator_occupation_stereotype"] = ["female", "male", "no occupation named"]
+    frame["n_pairs"] = [3, 9, 400]
+    table = tables.stratified_table(frame, "narrator_occupation_stereotype")
+    # one model: female 3 - 5 = -2.0, male 4.5 - 4 = 0.5, none 0.0
+    assert list(table.index) == [("Public Track", "female-stereotyped"), ("Public Track", "male-stereotyped"),
+                                 ("Public Track", "no occupation named")]
+    assert table["Puni."].tolist() == [-2.0, 0.5, 0.0]
+    assert table.index.names == ["Track", "Narrator occupation stereotype"]
