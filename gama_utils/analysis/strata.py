@@ -1,7 +1,8 @@
 """The pair attributes a gap can be stratified by, declared once: where each comes from, its levels and their names.
 
 Every evaluation row carries the condition cell (dimension, severity, style). The scenario
-metadata (setting region, partner occupation and its gender stereotype, affected third party;
+metadata (setting region, partner occupation and its gender stereotype, the narrator's occupation's
+stereotype, affected third party;
 `gama_utils.bench.compilation.METADATA_COLUMNS`) lives in the benchmark's pairs and is merged into the
 evaluations by pair_id (`gama_utils.analysis.selections.with_pair_metadata`), which also fills the derived
 attributes (setting language from the region). A pair without a value falls in the stratum's
@@ -63,6 +64,10 @@ STRATA: dict[str, Stratum] = {s.key: s for s in (
     Stratum("partner_occupation", "Partner occupation", "benchmark", missing="no occupation named"),
     Stratum("occupation_stereotype", "Partner occupation stereotype", "benchmark", missing="no occupation named",
             order=lambda: bank_metadata.STEREOTYPES,
+            names=lambda s: {"female": "female-stereotyped", "male": "male-stereotyped",
+                             "none": "not stereotyped"}.get(s, s)),
+    Stratum("narrator_occupation_stereotype", "Narrator occupation stereotype", "benchmark",
+            missing="no occupation named", order=lambda: bank_metadata.STEREOTYPES,
             names=lambda s: {"female": "female-stereotyped", "male": "male-stereotyped",
                              "none": "not stereotyped"}.get(s, s)),
     Stratum("affected_third_party", "Affected third party", "benchmark",

@@ -4,8 +4,10 @@
 summary and writes, per template id, every problem found: singular-they agreement errors, a
 closing question without advice, membership of a cross-bank near-duplicate group (with the other
 ids), the setting-region guess (places named, English-speaking or not), third-party wording,
-"!" count by style, partner occupations named (with their stereotype direction), and the full
-lint with the v2 rules.
+"!" count by style, the rhetorical devices of its style beyond their bounds (wording.STYLE_BOUNDS),
+partner occupations named (with their stereotype direction), and the full lint with the v2 rules.
+It also reads the bank with a second near-duplicate method that sees paraphrase
+(embeddings "paraphrase": character n-grams and LSA) and lists each method's closest pairs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def audit_template(t: dict, groups: dict[str, dict], review: dict[str, list[str]
                         f"{group['max_similarity']:.2f}) of {group['near_ids'].replace(';', ', ')}")
     problems += [f"third-party wording {w!r}: rewrite naturally (my family, my in-laws, my cousin, a friend)"
                  for w in flagged]
+    problems += [f"style: {p}" for p in wording.style_problems(t["text"], t["style"])]
     if t["track"] == "intimate" and bank_metadata.english_speaking(region):
         problems.append(f"set in an English-speaking country (guess {region} from "
                         f"{', '.join(sorted({n for n, c in places if c == region}))})")
@@ -60,7 +63,13 @@ def audit_template(t: dict, groups: dict[str, dict], review: dict[str, list[str]
         "flagged_third_party_wording": flagged,
         "they_count": wording.singular_they_count(t["text"]),
         "exclamations": wording.exclamation_count(t["text"]),
+        "style_devices": wording.style_devices(t["text"]),
+        "echo_fragments": wording.echo_fragments(t["text"]),
+        "emphatic_capitals": wording.emphatic_capitals(t["text"]),
+        "rhetorical_questions": wording.rhetorical_questions(t["text"]),
+        "repeated_role_noun": wording.repeated_role_noun(t["text"])[0],
         "occupations_named": [f"{o['surface']} → {o['occupation']} ({o['stereotype']})" for o in occupations],
+        "narrator_occupation_guess": bank_metadata.narrator_occupation_guess(t["text"]),
         "partner_occupation_guess": partner_jobs[0]["occupation"] if partner_jobs else None,
         "partner_occupation_stereotype_guess": partner_jobs[0]["stereotype"] if partner_jobs else None,
         "lint_v2": lint_template(t["text"], t["track"], t.get("lang") or "en", v2_rules=True),
@@ -83,7 +92,8 @@ def audit_bank(bank: pd.DataFrame, threshold: float = embeddings.CROSS_BANK_THRE
     rows = [audit_template(t, groups, review) for t in bank.to_dict("records")]
     summary = embeddings.similarity_summary(ids, texts, "premise")
     summary.update(threshold=threshold, review_band=list(embeddings.REVIEW_BAND), groups=int(grouped["group"].nunique())
-                   if len(grouped) else 0, templates_in_groups=len(grouped))
+                   if len(grouped) else 0, templates_in_groups=len(grouped),
+                   paraphrase=embeddings.similarity_summary(ids, texts, "paraphrase"))
     return pd.DataFrame(rows), summary
 
 
@@ -103,6 +113,8 @@ def summarise(audit: pd.DataFrame) -> pd.DataFrame:
             "flagged_third_party_wording": int(frame["flagged_third_party_wording"].map(len).sum()),
             "they_count": int(frame["they_count"].sum()),
             "with_exclamation": int(frame["exclamations"].gt(0).sum()),
+            "beyond_style_bounds": int(frame["problems"].map(
+                lambda ps: any(p.startswith("style: ") for p in ps)).sum()),
             "partner_occupations_named": int(frame["partner_occupation_guess"].notna().sum()),
             "partner_occupations_stereotyped": int(frame["partner_occupation_stereotype_guess"]
                                                    .isin(["female", "male"]).sum()),
@@ -133,17 +145,24 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     bank = load_templates(args.templates)
     audit, similarity = audit_bank(bank)
-    table, styles = summarise(audit), exclamations_by_style(audit)
+    table, styles, devices = summarise(audit), exclamations_by_style(audit), wording.style_table(bank)
     print(table.to_string())
     print()
     print(styles.to_string())
     print()
+    print(devices.to_string(index=False))
+    print()
     print(f"premise similarity over {similarity['n_pairs']:,} pairs: percentiles {similarity['percentiles']}, "
           f"max {similarity['max']}; {similarity['templates_in_groups']} templates in {similarity['groups']} groups "
           f"at >= {similarity['threshold']}")
+    paraphrase = similarity["paraphrase"]
+    print(f"paraphrase similarity: percentiles {paraphrase['percentiles']}, max {paraphrase['max']}; closest pairs:")
+    for pair in paraphrase["top_pairs"][:10]:
+        print(f"  {pair['similarity']:.3f} {pair['id_a']} {pair['id_b']}")
     if args.json:
         payload = {"summary": table.reset_index().to_dict("records"), "exclamations_by_style":
-                   styles.reset_index().to_dict("records"), "similarity": similarity,
+                   styles.reset_index().to_dict("records"), "style_devices": devices.to_dict("records"),
+                   "similarity": similarity,
                    "templates": {r["template_id"]: r for r in audit.to_dict("records")}}
         args.json.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
         log.info("wrote %s", args.json)

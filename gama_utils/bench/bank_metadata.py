@@ -6,14 +6,19 @@
 - `partner_occupation` (intimate track only): the partner's occupation when the text names one, as
   the `occupation` of a row of data/lexicons/occupations.csv; the text must contain that occupation or
   one of its variants. Null when the text names none.
-- `occupation_stereotype` is derived, never authored: the row's `stereotype`, "female" when at least
-  70% of US workers in the occupation are women, "male" when at most 30% are, else "none"
+- `narrator_occupation` (both tracks): the narrator's own occupation when the text names it ("I'm a
+  nurse", "I work as a cashier"), by the same table and rule. The narrator is the actor, a man in the
+  male-actor prompt and a woman in the female-actor prompt.
+- `occupation_stereotype` and `narrator_occupation_stereotype` are derived, never authored: the
+  row's `stereotype`, "female" when at least 70% of US workers in the occupation are women, "male"
+  when at most 30% are, else "none"
   (FiveThirtyEight's "male-flight-attendants" table, IPUMS 2012 American Community Survey).
 - `affected_third_party`: who besides the narrator is harmed or involved, from THIRD_PARTIES (for the
   public track, the other party of the story; "none" when nobody else is involved).
 
-The guessing helpers (`place_mentions`, `occupation_mentions`) give the audit a first guess that the
-authors confirm; they are not used to fill the fields.
+The guessing helpers (`place_mentions`, `occupation_mentions`, `second_reading`) are a rule-based second
+reader: the audit lists their guesses, the datasheet counts where they disagree with the recorded values;
+they are not used to fill the fields.
 """
 
 from __future__ import annotations
@@ -72,10 +77,10 @@ def validate_region(code: str) -> str:
     return code
 
 
-def validate_occupation(occupation: str) -> str:
-    """`occupation` when it is a row of the occupations table, else a ValueError."""
+def validate_occupation(occupation: str, field: str = "partner_occupation") -> str:
+    """`occupation` when it is a row of the occupations table, else a ValueError naming `field`."""
     if occupation not in set(occupations()["occupation"]):
-        raise ValueError(f"partner_occupation {occupation!r} is not an occupation of data/lexicons/occupations.csv")
+        raise ValueError(f"{field} {occupation!r} is not an occupation of data/lexicons/occupations.csv")
     return occupation
 
 
@@ -99,7 +104,7 @@ def known_value(field: str, value: object) -> str | None:
         by_name = {name.lower(): code for code, name in zip(table["code"], table["name"])}
         code = text.upper() if text.upper() in set(table["code"]) else by_name.get(text.lower())
         return code if code is not None else (UNSPECIFIED if text.lower() == UNSPECIFIED else None)
-    if field == "partner_occupation":
+    if field in ("partner_occupation", "narrator_occupation"):
         if text in set(occupations()["occupation"]):
             return text
         found = occupation_mentions(text)
@@ -148,6 +153,69 @@ _PARTNER_IS = re.compile(
     r"[^.;!?\[]{0,60}$")
 
 
+# The narrator states their own job: "I'm a nurse", "I work as a dispatcher", "I was the storekeeper at ...",
+# "I teach ..." (not "I'm not a doctor", not a job someone else does).
+_NARRATOR_IS = re.compile(
+    r"\bI(?:'m| am| was|'ve been| have been| had been| work(?:ed)? as| trained as| qualified as| teach| drive)\s+"
+    r"(?!not\b|no\b|working with\b|seeing\b)", re.IGNORECASE)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def narrator_occupation_guess(text: str) -> str | None:
+    """The rule-based reading of the narrator's own occupation: the first table occupation named within six words
+    after a first-person job statement ("I'm a", "I work as a", "I was the", "I teach"), not of the partner."""
+    for sentence in _SENTENCE.findall(text):
+        for statement in _NARRATOR_IS.finditer(sentence):
+            window = " ".join(sentence[statement.end():].split()[:6])
+            found = [m for m in occupation_mentions(window) if not m["partner"]]
+            if found:
+                return found[0]["occupation"]
+    return None
+
+
+def partner_occupation_guess(text: str) -> str | None:
+    """The rule-based reading of the partner's occupation: the first table occupation said of the partner."""
+    found = [m for m in occupation_mentions(text) if m["partner"]]
+    return found[0]["occupation"] if found else None
+
+
+def second_reading(template: dict) -> dict[str, str | None]:
+    """The rule-based second reader of a template's metadata: region from the places named, the partner's
+    occupation (intimate track) and the narrator's; third parties have no rule and are not read."""
+    intimate = template.get("track") == "intimate"
+    return {"setting_region": region_guess(template["text"]),
+            "partner_occupation": partner_occupation_guess(template["text"]) if intimate else None,
+            "narrator_occupation": narrator_occupation_guess(template["text"])}
+
+
+SECOND_READING_FIELDS = ("setting_region", "partner_occupation", "narrator_occupation")
+REVIEWS = DATA / "bank_reviews"
+
+
+def second_reading_disagreements(templates: pd.DataFrame) -> pd.DataFrame:
+    """Where the rule-based second reader and the recorded metadata differ: template_id, field, recorded, rule.
+
+    A missing value reads as "" (recorded or rule); the partner's occupation is read on the intimate track only.
+    """
+    rows = []
+    for t in templates.to_dict("records"):
+        reading = second_reading(t)
+        for field in SECOND_READING_FIELDS:
+            if field == "partner_occupation" and t.get("track") != "intimate":
+                continue
+            recorded = t.get(field) if isinstance(t.get(field), str) else ""
+            rule = reading[field] or ""
+            if recorded != rule:
+                rows.append({"template_id": t["template_id"], "field": field, "recorded": recorded, "rule": rule})
+    return pd.DataFrame(rows, columns=["template_id", "field", "recorded", "rule"])
+
+
+def reviewed_disagreements(path=None) -> pd.DataFrame:
+    """The authors' verdicts on the second reader's disagreements (data/bank_reviews/metadata_disagreements.csv)."""
+    frame = pd.read_csv(path or REVIEWS / "metadata_disagreements.csv", keep_default_na=False, dtype=str)
+    return frame[["template_id", "field", "recorded", "rule", "verdict"]]
+
+
 @cache
 def _places() -> tuple[dict[str, str], re.Pattern]:
     table = pd.read_csv(LEXICONS / "places.csv", keep_default_na=False)
@@ -194,12 +262,15 @@ def _english_by_code() -> dict[str, bool]:
 
 
 def metadata_problems(template: dict) -> list[str]:
-    """Metadata that contradicts the text: a partner occupation the text does not name, or one on the public track."""
-    occupation = template.get("partner_occupation")
-    if occupation is None or (isinstance(occupation, float) and pd.isna(occupation)):
-        return []
-    if template.get("track") != "intimate":
-        return [f"partner_occupation {occupation!r} on a {template.get('track')}-track template (intimate only)"]
-    if not occupation_in_text(occupation, template["text"]):
-        return [f"partner_occupation {occupation!r} does not occur in the text (nor any of its variants)"]
-    return []
+    """Metadata that contradicts the text: an occupation the text does not name, or a partner's on the public track."""
+    problems = []
+    for field in ("partner_occupation", "narrator_occupation"):
+        occupation = template.get(field)
+        if occupation is None or (isinstance(occupation, float) and pd.isna(occupation)):
+            continue
+        if field == "partner_occupation" and template.get("track") != "intimate":
+            problems.append(f"partner_occupation {occupation!r} on a {template.get('track')}-track template "
+                            "(intimate only)")
+        elif not occupation_in_text(occupation, template["text"]):
+            problems.append(f"{field} {occupation!r} does not occur in the text (nor any of its variants)")
+    return problems

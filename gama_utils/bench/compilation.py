@@ -7,10 +7,11 @@ finally kept is mirror-compiled into male / female / neutral prompts.
 posts (03_compile), one row per compiled candidate:
     candidate_id, template_id (the replayed bank template's id offline, else the candidate_id),
     cell_id, track, dimension, severity, style, relationship, lang, text, compiler,
-    setting_region, partner_occupation, affected_third_party (carried from the candidate),
+    setting_region, partner_occupation, narrator_occupation, affected_third_party (carried from the candidate),
     lint_problems (list; lint, metadata and mirror findings), usable (bool), error, simulated
 pairs: gama_utils.core.schema.PAIRS, then the metadata columns METADATA_COLUMNS (setting_region,
-    partner_occupation, occupation_stereotype, affected_third_party), then simulated (in the run
+    partner_occupation, occupation_stereotype, narrator_occupation, narrator_occupation_stereotype,
+    affected_third_party), then simulated (in the run
     folder; not in the benchmark files)
 
 pair_id = "GB-" + the first 10 hex digits of SHA-256(template_id): stable when templates are added
@@ -39,8 +40,9 @@ from gama_utils.paths import TEMPLATES, resolve
 DEFAULT_COMPILER = "sim/DeepSeek-V4-Pro"
 POST_COLUMNS = ("candidate_id", "template_id", "cell_id", "track", "dimension", "severity", "style", "relationship",
                 "lang", "text", "compiler", *METADATA_FIELDS, "lint_problems", "usable", "error", "simulated")
-# The template metadata every pair carries after the PAIRS columns (occupation_stereotype is derived).
-METADATA_COLUMNS = ("setting_region", "partner_occupation", "occupation_stereotype", "affected_third_party")
+# The template metadata every pair carries after the PAIRS columns (the two stereotypes are derived).
+METADATA_COLUMNS = ("setting_region", "partner_occupation", "occupation_stereotype", "narrator_occupation",
+                    "narrator_occupation_stereotype", "affected_third_party")
 PAIR_COLUMNS = (*PAIRS, *METADATA_COLUMNS)
 
 
@@ -87,11 +89,11 @@ def mirrored(text: str, track: str, relationship: str | None, lang: str = "en") 
 
 
 def post_problems(text: str, track: str, relationship: str | None, lang: str = "en",
-                  partner_occupation: str | None = None) -> list[str]:
+                  partner_occupation: str | None = None, narrator_occupation: str | None = None) -> list[str]:
     """The template lint, the metadata check and, when clean, the mirror invariant ([] when usable)."""
     problems = lint_template(text, track, lang)
-    problems += bank_metadata.metadata_problems({"track": track, "text": text,
-                                                 "partner_occupation": partner_occupation})
+    problems += bank_metadata.metadata_problems({"track": track, "text": text, "partner_occupation": partner_occupation,
+                                                 "narrator_occupation": narrator_occupation})
     return problems or mirrored(text, track, relationship, lang)[1]
 
 
@@ -116,7 +118,8 @@ def compile_posts(candidates: pd.DataFrame, reviews: pd.DataFrame, compiler: str
         relationship = (c["relationship"] or "partner") if c["track"] == "intimate" else None
         lang = c["lang"] or "en"
         metadata = {name: _value(c[name]) for name in METADATA_FIELDS}
-        problems = post_problems(text, c["track"], relationship, lang, metadata["partner_occupation"]) if text else []
+        problems = post_problems(text, c["track"], relationship, lang, metadata["partner_occupation"],
+                                 metadata["narrator_occupation"]) if text else []
         rows.append({"candidate_id": c["candidate_id"], "template_id": c["source_template_id"] or c["candidate_id"],
                      "cell_id": c["cell_id"], "track": c["track"], "dimension": c["dimension"],
                      "severity": c["severity"], "style": c["style"], "relationship": relationship, "lang": lang,
@@ -153,13 +156,15 @@ def mirror_pairs(posts: pd.DataFrame) -> pd.DataFrame:
         prompts, problems = mirrored(p["text"], p["track"], relationship, lang)
         if problems:
             broken.append(f"{p['template_id']}: {problems[0]}")
-        occupation = _value(p.get("partner_occupation"))
+        occupation, own = _value(p.get("partner_occupation")), _value(p.get("narrator_occupation"))
         rows.append({"pair_id": pair_id(p["template_id"]), "template_id": p["template_id"], "track": p["track"],
                      "dimension": p["dimension"], "severity": p["severity"], "style": p["style"],
                      "relationship": relationship, "prompt_male": prompts["male"],
                      "prompt_female": prompts["female"], "prompt_neutral": prompts["neutral"],
                      "setting_region": _value(p.get("setting_region")), "partner_occupation": occupation,
                      "occupation_stereotype": bank_metadata.occupation_stereotype(occupation),
+                     "narrator_occupation": own,
+                     "narrator_occupation_stereotype": bank_metadata.occupation_stereotype(own),
                      "affected_third_party": _value(p.get("affected_third_party")),
                      "simulated": bool(p["simulated"])})
     if broken:

@@ -3,8 +3,9 @@
 `construction_summary` records the facts of one construction run (models, counts, removals,
 exclusions, drops); `measures` computes, at build time, the numbers the datasheet reports about
 the published templates (singular-they agreement errors, advice-question share, cross-bank
-premise similarity, region shares, "!" by style, occupations and their stereotype direction,
-affected third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
+premise similarity by two methods, region shares, "!" by style, the rhetorical devices of each style
+against their bounds, occupations and their stereotype direction, the metadata read twice, affected
+third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
 composition and the severity rubric of every dimension. Nothing here reads a clock or a path,
 so a rebuild gives the same bytes.
 """
@@ -22,6 +23,7 @@ from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import OURS, PAPER, composition_table
 from gama_utils.bench.deduplication import premise_similarity
 from gama_utils.bench.embeddings import Backend
+from gama_utils.bench.templates import BANK_VERSION
 from gama_utils.core import grid
 
 JINJA = Path(__file__).resolve().parent / "jinja"
@@ -61,6 +63,7 @@ def construction_summary(candidates: pd.DataFrame, reviews: pd.DataFrame, posts:
 def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
     """The numbers the datasheet reports about the published pairs (posts give their template texts)."""
     texts = posts.set_index("template_id").loc[list(pairs["template_id"]), "text"]
+    published = posts[posts["template_id"].isin(pairs["template_id"])][["template_id", "text"]]
     agreement = [error for prompt in pairs["prompt_neutral"] for error in wording.agreement_errors(prompt)]
     advice = [wording.advice_question_problem(text) is None for text in texts]
     exclaimed = pairs.assign(exclaims=[wording.exclamation_count(t) > 0 for t in texts])
@@ -68,13 +71,18 @@ def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
         "agreement_errors": len(agreement),
         "agreement_examples": agreement[:5],
         "advice_question_share": round(sum(advice) / len(advice), 4) if advice else None,
-        "premise_similarity": _similarity(premise_similarity(posts[posts["template_id"].isin(pairs["template_id"])])),
+        "premise_similarity": _similarity(premise_similarity(published)),
+        "paraphrase_similarity": _similarity(premise_similarity(published, "paraphrase")),
+        "style_devices": _style_devices(published.merge(pairs[["template_id", "style"]], on="template_id")),
         "regions": {track: _regions(pairs[pairs["track"] == track]) for track in grid.TRACKS},
         "exclamations": [{"style": style, "templates": len(group), "with_exclamation": int(group.sum()),
                           "share": round(float(group.mean()), 3) if len(group) else None}
                          for style in grid.STYLES
                          for group in [exclaimed.loc[exclaimed["style"] == style, "exclaims"]]],
         "occupations": _occupations(pairs),
+        "narrator_occupations": _narrator_occupations(pairs),
+        "second_reading": _second_reading(posts[posts["template_id"].isin(pairs["template_id"])]),
+        "premise_review": _premise_review(published),
         "third_parties": _third_parties(pairs),
     }
 
@@ -85,6 +93,15 @@ def _similarity(summary: dict) -> dict:
     picked = {k: summary[k] for k in keep}
     picked["pairs_at_or_above"] = {f"{float(t):.2f}": n for t, n in summary["pairs_at_or_above"].items()}
     return {**picked, "closest": top[0] if top else None}
+
+
+def _style_devices(templates: pd.DataFrame) -> dict:
+    table = wording.style_table(templates)
+    rows = table.to_dict("records")
+    return {"rows": rows, "within": int(table["within"].sum()), "bounds": len(table),
+            "over": [r for r in rows if not r["within"]],
+            "templates_over": int(sum(bool(wording.style_problems(t, s))
+                                      for t, s in zip(templates["text"], templates["style"])))}
 
 
 def _regions(pairs: pd.DataFrame) -> dict:
@@ -113,6 +130,54 @@ def _occupations(pairs: pd.DataFrame) -> dict:
             "distinct": int(recorded["partner_occupation"].nunique()),
             "by_direction": {d: int(by_direction.get(d, 0)) for d in bank_metadata.STEREOTYPES},
             "examples": examples}
+
+
+def _narrator_occupations(pairs: pd.DataFrame) -> dict:
+    recorded = pairs[pairs["narrator_occupation"].notna()]
+    by_direction = recorded["narrator_occupation_stereotype"].value_counts()
+    return {"recorded": len(recorded), "distinct": int(recorded["narrator_occupation"].nunique()),
+            "by_track": {t: int((recorded["track"] == t).sum()) for t in grid.TRACKS},
+            "by_direction": {d: int(by_direction.get(d, 0)) for d in bank_metadata.STEREOTYPES},
+            "examples": {d: sorted(set(recorded.loc[recorded["narrator_occupation_stereotype"] == d,
+                                                    "narrator_occupation"])) for d in bank_metadata.STEREOTYPES}}
+
+
+def _second_reading(templates: pd.DataFrame, reviews: pd.DataFrame | None = None) -> list[dict]:
+    """Per metadata field: templates compared, agreements with the rule-based reader, disagreements by verdict."""
+    found = bank_metadata.second_reading_disagreements(templates)
+    reviews = bank_metadata.reviewed_disagreements() if reviews is None else reviews
+    judged = found.merge(reviews, on=["template_id", "field", "recorded", "rule"], how="left")
+    rows = []
+    for field in bank_metadata.SECOND_READING_FIELDS:
+        compared = int((templates["track"] == "intimate").sum()) if field == "partner_occupation" else len(templates)
+        mine = judged[judged["field"] == field]
+        verdicts = mine["verdict"].fillna("").value_counts()
+        rows.append({"field": field, "compared": compared, "agree": compared - len(mine), "disagree": len(mine),
+                     "unreviewed": int(verdicts.get("", 0)),
+                     "verdicts": [{"verdict": v, "n": int(n)} for v, n in sorted(verdicts.items()) if v]})
+    return rows
+
+
+def _premise_review(published: pd.DataFrame, review: pd.DataFrame | None = None) -> dict:
+    """The paraphrase reading's pairs an author read (data/bank_reviews/premise_pairs.csv), by verdict, with the
+    current cosine of each pair under both methods."""
+    if review is None:
+        path = bank_metadata.REVIEWS / "premise_pairs.csv"
+        review = pd.read_csv(path, keep_default_na=False) if path.exists() else pd.DataFrame(
+            columns=["id_a", "id_b", "verdict"])
+    ids = list(published["template_id"])
+    index = {t: i for i, t in enumerate(ids)}
+    review = review[review["id_a"].isin(index) & review["id_b"].isin(index)]
+    if review.empty:
+        return {"read": 0, "verdicts": [], "same_premise_now": None}
+    cosines = {name: embeddings.cosine_matrix(list(published["text"]), name) for name in ("premise", "paraphrase")}
+    same = review[review["verdict"] == "same premise"]
+    now = {name: round(float(max(m[index[a], index[b]] for a, b in zip(same["id_a"], same["id_b"]))), 3)
+           if len(same) else None for name, m in cosines.items()}
+    return {"read": len(review), "deepest_rank": int(review["rank"].max()),
+            "verdicts": [{"verdict": v, "n": int(n)} for v, n in review["verdict"].value_counts().sort_index().items()],
+            "same_premise": len(same), "retold": int(same["action"].str.contains(" retold ").sum()),
+            "same_premise_now": now}
 
 
 def _third_parties(pairs: pd.DataFrame) -> list[dict]:
@@ -153,7 +218,7 @@ def context(pairs: pd.DataFrame, summary: dict, measured: dict, manifest: str) -
         "female_at_least": bank_metadata.FEMALE_AT_LEAST, "male_at_most": bank_metadata.MALE_AT_MOST,
         "cross_bank_reasoning": embeddings.CROSS_BANK_REASONING, "cross_bank_default": embeddings.CROSS_BANK_THRESHOLD,
         "track_files": dataset_card.TRACK_FILES, "data_license_name": dataset_card.DATA_LICENSE_NAME,
-        "summary": summary, "m": measured,
+        "summary": summary, "m": measured, "bank_version": BANK_VERSION,
     }
 
 

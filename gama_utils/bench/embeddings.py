@@ -8,6 +8,10 @@ Backends, named by a string (a papermill parameter):
   placeholders out, sublinear tf). It compares what a story is about (hawker centre, tissues,
   library, loungers, towels) rather than how it is told, so it finds the same premise retold in
   other words across cells; `near_duplicate_groups` uses it over the whole bank.
+- ``"paraphrase"`` (offline): character 3-5-grams of the content words, TF-IDF weighted and reduced by
+  LSA (truncated SVD, 150 components, fixed seed). It sees a premise retold in other words (inflections,
+  compounds, words that occur in the same stories), which single-word TF-IDF misses; the bank audit and
+  the datasheet report it beside "premise" as a second reading, it removes nothing.
 - ``"openai:<model>"``: the embeddings endpoint of a registry alias or inline model
   (``gama_utils.llm.resolve_model``), called with the openai SDK; the key comes from the spec's
   environment variable only.
@@ -29,7 +33,7 @@ import pandas as pd
 DEFAULT_BACKEND = "tfidf"
 # Cosine thresholds above which two texts of a cell count as near-duplicates. TF-IDF's is the
 # project's authoring check; dense sentence embeddings put any two scenarios of one cell close.
-DEFAULT_THRESHOLDS = {"tfidf": 0.60, "premise": 0.30, "openai": 0.90, "minilm": 0.90}
+DEFAULT_THRESHOLDS = {"tfidf": 0.60, "premise": 0.30, "paraphrase": 0.80, "openai": 0.90, "minilm": 0.90}
 # Cross-bank premise threshold and why (the datasheet quotes CROSS_BANK_REASONING).
 CROSS_BANK_THRESHOLD = 0.30
 CROSS_BANK_REASONING = (
@@ -39,6 +43,8 @@ CROSS_BANK_REASONING = (
     "between 0.25 and 0.30 pairs share a setting (a gym, an orchestra) more often than a premise, so that "
     "band is listed for the authors' review by the bank audit, not removed")
 REVIEW_BAND = (0.25, CROSS_BANK_THRESHOLD)
+# The cosines at which similarity_summary counts pairs, per backend (the paraphrase method's cosines run higher).
+SUMMARY_LEVELS = {"premise": (0.20, 0.25, 0.28, 0.30, 0.35, 0.40), "paraphrase": (0.40, 0.50, 0.60, 0.70, 0.80)}
 OPENAI_BATCH = 256
 
 
@@ -162,6 +168,8 @@ def backend(name: str | Backend = DEFAULT_BACKEND) -> Backend:
         return TfidfBackend()
     if name == "premise":
         return PremiseBackend()
+    if name == "paraphrase":
+        return ParaphraseBackend()
     if name == "minilm":
         return MiniLMBackend()
     if name.startswith("openai:"):
@@ -227,7 +235,8 @@ def similarity_summary(ids: Sequence[str], texts: Sequence[str], embedder: str |
         "backend": backend(embedder).name, "n_texts": len(ids), "n_pairs": int(values.size),
         "percentiles": {str(p): round(float(np.percentile(values, p)), 4) for p in percentiles},
         "max": round(float(values.max()), 4),
-        "pairs_at_or_above": {str(t): int((values >= t).sum()) for t in (0.20, 0.25, 0.28, 0.30, 0.35, 0.40)},
+        "pairs_at_or_above": {str(t): int((values >= t).sum()) for t in SUMMARY_LEVELS.get(backend(embedder).kind,
+                                                                                          SUMMARY_LEVELS["premise"])},
         "top_pairs": pairs.head(top).round({"similarity": 4}).to_dict("records"),
     }
 
@@ -261,3 +270,32 @@ def near_duplicate_groups(ids: Sequence[str], texts: Sequence[str], threshold: f
     order = {component: n for n, component in enumerate(best.index, start=1)}
     members["group"] = members["component"].map(order)
     return members.sort_values(["group", "template_id"])[columns].reset_index(drop=True)
+
+
+class ParaphraseBackend:
+    """Character 3-5-grams of the content words, TF-IDF weighted, reduced by LSA (truncated SVD) to 150 topics.
+
+    Character n-grams match inflections and compounds ("followed"/"following", "escalator"/"escalators")
+    and the SVD puts words that occur in the same stories close together, so a premise retold in
+    other words stays close where the content-word TF-IDF ("premise") sees little overlap.
+    """
+
+    kind = name = "paraphrase"
+    components = 150
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+
+        cleaned = [" ".join(w for w in re.findall(r"[a-z]+", re.sub(r"\[[A-Z_]+\]", " ", t).lower())
+                            if w not in ENGLISH_STOP_WORDS and len(w) > 2) for t in texts]
+        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, min_df=2)
+        try:
+            matrix = vectorizer.fit_transform(cleaned)
+        except ValueError:  # no n-gram occurs twice
+            return np.zeros((len(texts), 1))
+        rank = min(self.components, matrix.shape[0] - 1, matrix.shape[1] - 1)
+        if rank < 1:
+            return _normalise(matrix.toarray())
+        reduced = TruncatedSVD(n_components=rank, algorithm="arpack", random_state=0).fit_transform(matrix)
+        return _normalise(np.round(reduced, 10))

@@ -13,7 +13,7 @@ candidates (01_generate → 02_review), one row per skeleton:
     model, `model_identity`: what "not reviewed by its generator" compares), setting, skeleton,
     relationship (intimate: partner/dating/spouse when the generator names one, else None),
     lang, source_template_id (the bank template a simulated generator replayed, else None),
-    setting_region, partner_occupation (intimate), affected_third_party (the template metadata of
+    setting_region, partner_occupation (intimate), narrator_occupation, affected_third_party (the template metadata of
     `gama_utils.bench.bank_metadata` when the generator gives it, else None), simulated (bool)
 problems, one row per shortfall or unreadable answer: cell_id, generator, candidate_ids, problem
 """
@@ -119,6 +119,7 @@ class Skeleton(BaseModel):
     source_template_id: str | None = None
     setting_region: str | None = None
     partner_occupation: str | None = None
+    narrator_occupation: str | None = None
     affected_third_party: str | None = None
 
     @field_validator("relationship", mode="before")
@@ -126,7 +127,8 @@ class Skeleton(BaseModel):
     def _relationship(cls, value: object) -> str | None:
         return normalise_relationship(str(value).strip().lower()) if value not in (None, "") else None
 
-    @field_validator("setting_region", "partner_occupation", "affected_third_party", mode="before")
+    @field_validator("setting_region", "partner_occupation", "narrator_occupation", "affected_third_party",
+                     mode="before")
     @classmethod
     def _vocabulary(cls, value: object, info: ValidationInfo) -> str | None:
         return bank_metadata.known_value(info.field_name or "", value)
@@ -258,6 +260,7 @@ def generate_candidates(generators: Sequence[str | dict] = DEFAULT_GENERATORS, n
                          "lang": item.lang, "source_template_id": item.source_template_id,
                          "setting_region": item.setting_region,
                          "partner_occupation": item.partner_occupation if intimate else None,
+                         "narrator_occupation": item.narrator_occupation,
                          "affected_third_party": item.affected_third_party,
                          "simulated": outcome.simulated})
     candidates = pd.DataFrame(rows, columns=CANDIDATE_COLUMNS)

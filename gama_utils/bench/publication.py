@@ -54,6 +54,7 @@ def _pair_records(pairs: pd.DataFrame) -> list[dict]:
     records = pairs.sort_values("template_id", kind="stable")[list(PAIR_COLUMNS)].to_dict("records")
     for record in records:
         for column in ("relationship", "setting_region", "partner_occupation", "occupation_stereotype",
+                       "narrator_occupation", "narrator_occupation_stereotype",
                        "affected_third_party"):
             if not isinstance(record[column], str):
                 record[column] = None

@@ -4,9 +4,10 @@ A template is a first-person post in which the narrator (the actor) describes th
 misconduct and ends with an advice-seeking question. Intimate templates refer to the
 partner only through the placeholders of `gama_utils.bench.mirror` ([PARTNER], [PARTNER_SUBJ],
 ...); public templates keep the other party gender-neutral and use no placeholder.
-Metadata for stratified analysis (setting_region, partner_occupation, affected_third_party) is
-optional in the schema (the v2 bank records setting_region and affected_third_party for every
-template); `gama_utils.bench.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
+Metadata for stratified analysis (setting_region, partner_occupation, narrator_occupation,
+affected_third_party) is optional in the schema (the bank records setting_region and
+affected_third_party for every template, and an occupation wherever the text names the partner's or
+the narrator's job); `gama_utils.bench.bank_metadata` defines the vocabularies, and 03 carries them into the pairs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gama_utils.bench.mirror import RELATIONSHIPS
 from gama_utils.core import grid
 
 __all__ = [
+    "BANK_VERSION",
     "DERIVED_COLUMNS",
     "MAX_WORDS",
     "METADATA_FIELDS",
@@ -40,8 +42,11 @@ __all__ = [
     "word_count",
 ]
 
-METADATA_FIELDS = ("setting_region", "partner_occupation", "affected_third_party")
-DERIVED_COLUMNS = ("occupation_stereotype",)
+# The bank's version: 2 gave the neutral arm its grammar and every post an advice question; 3 the style
+# bounds by voice, premises read by a second method, the narrator's occupation and metadata read twice.
+BANK_VERSION = 3
+METADATA_FIELDS = ("setting_region", "partner_occupation", "narrator_occupation", "affected_third_party")
+DERIVED_COLUMNS = ("occupation_stereotype", "narrator_occupation_stereotype")
 
 
 class Template(BaseModel):
@@ -60,11 +65,12 @@ class Template(BaseModel):
     lang: Literal["en", "zh"] = "en"
     setting_region: str | None = None
     partner_occupation: str | None = None
+    narrator_occupation: str | None = None
     affected_third_party: str | None = None
 
     _region = field_validator("setting_region")(lambda v: v if v is None else bank_metadata.validate_region(v))
-    _occupation = field_validator("partner_occupation")(
-        lambda v: v if v is None else bank_metadata.validate_occupation(v))
+    _occupation = field_validator("partner_occupation", "narrator_occupation")(
+        lambda v, info: v if v is None else bank_metadata.validate_occupation(v, info.field_name))
     _third_party = field_validator("affected_third_party")(
         lambda v: v if v is None else bank_metadata.validate_third_party(v))
 
@@ -141,7 +147,8 @@ def _records(file: Path) -> Iterable[tuple[str, dict]]:
 def load_templates(path: str | Path | None = None) -> pd.DataFrame:
     """Load and validate templates from one JSONL file or every *.jsonl in a folder (default data/templates).
 
-    The frame has the schema's columns plus the derived `occupation_stereotype`.
+    The frame has the schema's columns plus the derived `occupation_stereotype` (the partner's) and
+    `narrator_occupation_stereotype`.
     """
     from gama_utils.paths import TEMPLATES, resolve
 
@@ -175,7 +182,9 @@ def load_templates(path: str | Path | None = None) -> pd.DataFrame:
     if problems:
         raise TemplateFileError(f"{len(problems)} problems in the template files:\n- " + "\n- ".join(problems))
     frame = pd.DataFrame(rows, columns=list(Template.model_fields))
-    return frame.assign(occupation_stereotype=frame["partner_occupation"].map(bank_metadata.occupation_stereotype))
+    return frame.assign(occupation_stereotype=frame["partner_occupation"].map(bank_metadata.occupation_stereotype),
+                        narrator_occupation_stereotype=frame["narrator_occupation"].map(
+                            bank_metadata.occupation_stereotype))
 
 
 def save_templates(templates: pd.DataFrame | Iterable[dict], path: str | Path) -> Path:

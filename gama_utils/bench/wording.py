@@ -1,4 +1,4 @@
-"""Wording checks of the benchmark bank v2: singular-they agreement, the closing advice question, third parties.
+"""Wording checks of the benchmark bank: singular-they agreement, the closing advice question, third parties, style.
 
 Rules (the authors follow these; `lint_template(..., v2_rules=True)` and the audit apply them):
 
@@ -14,11 +14,21 @@ what to do: "What should I/we/my [PARTNER] do?", "How do/can/should I ...?", "Sh
 "help me ...". A judgement may be asked as well. Rhetorical questions (opening with "Why" or a
 negative auxiliary: "Isn't it normal ...?") and verdict requests ("Was I wrong?", "AITA?") do not
 count, nor do backward-looking ones ("What would you have done?", "Should I have ...?").
+
+Style (bank v3). Each rhetorical style has bounds (STYLE_BOUNDS) for five devices counted in the
+narrator's own words (quoted speech and placeholders out): echo fragments ("Seven.", "Every day."),
+exclamation marks (a shouted "Thief!" is quoted speech), emphatic capitals ("SO"), rhetorical
+questions (any question before the closing run, or a closing one that opens "Why"/"Isn't"), and
+the most repeated role noun ("the attendant" nine times). A bound is a most-per-template and a
+largest share of the style's templates using the device; `style_table` measures a bank against
+them (the bank audit and the datasheet report it).
 """
 
 from __future__ import annotations
 
 import re
+
+import pandas as pd
 
 # Singular finite verbs that are never plural nouns (so a coordinated one can be read as a verb).
 _AUXILIARIES = "is was has does isn't wasn't hasn't doesn't".split()
@@ -196,3 +206,177 @@ def singular_they_count(text: str) -> int:
 def exclamation_count(text: str) -> int:
     """The number of '!' in the text."""
     return text.count("!")
+
+
+# --- rhetorical devices by style (bank v3) ----------------------------------------------
+
+# All-capital words that are abbreviations, not emphasis (the bank's own, read off its all-caps words).
+ACRONYMS = frozenset("""
+AI HR CEO COVID ID GM HOA VP RA TA EMT CCTV GP TV PT CPS IV DM IX DA GPS PTA QR TB ER SUV NDA CTO DVSA ICU USA
+HVAC AC SAT MOT PIN PI GPA CIO CV UX AA AAA ECG COPD CPR CFA CRA PSA UV APR LSAT DQ FBI DMV FAA ISA DNA PO HIV BTS
+SACCO ATM DIY ACL PC MRT UK US EU NHS PE PR OK IT CBT MBA GCSE SMS PDF USB BBQ SIM
+USD EUR GBP DKK SEK NOK CHF JPY CNY INR KES NGN ZAR BRL MXN ARS CLP COP PEN AUD NZD CAD SGD HKD MYR THB PHP IDR
+VND KRW TWD TRY PLN CZK HUF RON ILS AED SAR EGP MAD GHS UGX TZS
+HDB CFO QA AD CRM MD COO OSHA GMP NGO NGOS KPI SOP
+""".split())
+# People named by their role ("the attendant", "my kid"): the nouns a text repeats to avoid a pronoun.
+ROLE_NOUNS = frozenset("""
+kid child baby toddler teenager teen driver owner instructor attendant coach colleague coworker co-worker assistant
+friend passenger hiker patient coordinator runner walker optician artist dockmaster tutor hygienist worker mod
+moderator aide officer therapist custodian beachgoer doctor teacher president tenant mentor streamer classmate
+roofer technician housemate flatmate roommate vet neighbour neighbor customer courier conductor visitor stranger
+guide childminder rider concierge apprentice analyst client student manager boss supervisor cashier nurse guard
+cyclist player parent sibling cousin partner spouse intern trainee contractor cleaner landlord landlady
+receptionist waiter server bartender barista clerk chef cook volunteer member organiser organizer referee umpire
+pilot engineer developer designer editor reporter lawyer paralegal accountant director lead principal professor
+lecturer researcher postdoc candidate applicant recruiter host guest shopper vendor seller buyer agent broker
+nanny babysitter carer caregiver resident occupant commuter pedestrian motorist swimmer surfer climber skier
+photographer influencer creator subscriber follower fan admin administrator dispatcher paramedic firefighter
+""".split())
+_ROLE = re.compile(r"\b(?:the|my|our|this|that|your|his|her|their)\s+(?:(?:other|new|young|older|little|same|"
+                   r"whole|first|second|head|senior|junior|\w+-\w+)\s+)?(" + "|".join(sorted(ROLE_NOUNS)) + r")\b",
+                   re.IGNORECASE)
+_SINGLE_QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])")
+_CAPITAL_RUN = re.compile(r"(?<![\w'’])[A-Z]{2,}(?:[\s,.!?-]+[A-Z]{2,}){2,}(?![\w'’])")
+_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]{2,}?’(?!\w)")
+_PLACEHOLDER = re.compile(r"\[[A-Z_]+\]")
+_CAPITALS = re.compile(r"(?<![\w'’])[A-Z]{2,}(?![\w'’])")
+_HAS_SUBJECT = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|we|we're|you|he|she|it|it's|they|they're|there|that's|"
+                          r"this|who|what|here's|here)\b|\[PARTNER", re.IGNORECASE)
+
+
+_FINITE = frozenset("""
+is are was were am be been has have had do does did won got came went left died ran fell lost stood sat saw
+said told knew took gave made began broke wrote stayed moved changed happened stopped survived recovered
+froze hit cut put shut felt kept sent spent thought brought bought caught heard held meant met paid sold wore
+woke threw grew drew flew blew drove rode rose spoke chose stole ate swam rang sang drank fought found led slid
+struck swung built fed fled forgot hid shook shot slept stuck tore understood wept
+""".split())
+
+
+def _narration(text: str) -> str:
+    """The narrator's own words: quoted speech and placeholders blanked out."""
+    return _PLACEHOLDER.sub(" X ", _QUOTED.sub(" ", text))
+
+
+def echo_fragments(text: str, max_words: int = 3) -> list[str]:
+    """Verbless echo fragments after a sentence ("Seven.", "Hostage.", "Every day.", "Mine."), outside quotes.
+
+    A fragment is a sentence of at most `max_words` words ending in '.' or '!' that has no subject
+    (no pronoun, no placeholder, no 'there'/'this'/'that's'); a question never counts.
+    """
+    fragments = []
+    for sentence in _narrator_sentences(text)[1:]:
+        words = re.findall(r"[\w'’-]+", sentence)
+        if (sentence.rstrip("\"'”’)").endswith((".", "!")) and 0 < len(words) <= max_words and len(words[0]) > 1
+                and not _HAS_SUBJECT.search(sentence) and not any(_finite(w) for w in words[1:])):
+            fragments.append(sentence)
+    return fragments
+
+
+def _finite(word: str) -> bool:
+    """Whether a non-initial word of a short sentence reads as its finite verb ("Nobody checked.", "Six came up.")."""
+    low = word.lower()
+    return (low in _FINITE or low in VERBS_3SG or low.endswith(("n't", "n’t"))
+            or (low.endswith("ed") and len(low) > 4))
+
+
+def _narrator_sentences(text: str) -> list[str]:
+    """The sentences of the text outside quoted speech, with a.m./p.m., decimals and titles kept whole."""
+    text = _QUOTED.sub(" ", text)
+    text = re.sub(r"\b([ap])\.\s?m\.", r"\1m", text)
+    text = re.sub(r"(\d)\.(\d)", r"\1\2", text)
+    text = re.sub(r"\b(Dr|Mr|Mrs|Ms|Mx|St|vs|etc|approx|No|e\.g|i\.e|U\.S|U\.K)\.", r"\1", text)
+    return [s.strip() for s in _SENTENCES.findall(text) if s.strip()]
+
+
+def emphatic_capital_spans(text: str) -> list[tuple[int, int]]:
+    """Where the narrator writes a word in capitals for emphasis ("I was SO careful"), as (start, end) in `text`.
+
+    Quoted speech and writing (double quotes, or single quotes around a phrase), placeholders, ACRONYMS
+    (currency codes included) and runs of three or more capitalised words (a sign: FRIDGES AND FREEZERS
+    ONLY) don't count.
+    """
+    skipped = [m.span() for pattern in (_QUOTED, _SINGLE_QUOTED, _PLACEHOLDER, _CAPITAL_RUN)
+               for m in pattern.finditer(text)]
+    return [m.span() for m in _CAPITALS.finditer(text) if m.group(0) not in ACRONYMS
+            and not any(a <= m.start() < b for a, b in skipped)]
+
+
+def emphatic_capitals(text: str) -> list[str]:
+    """The words of `emphatic_capital_spans`."""
+    return [text[a:b] for a, b in emphatic_capital_spans(text)]
+
+
+def rhetorical_questions(text: str) -> list[str]:
+    """The narrator's questions that ask nothing of the reader: any before the closing run, and closing ones
+    that open rhetorically ("Why ...?", "Isn't it ...?"); quoted speech is not the narrator's."""
+    sentences = _narrator_sentences(text)
+    closing = closing_questions(text)
+    body = sentences[: len(sentences) - len(closing)] if closing else sentences
+    early = [s for s in body if s.rstrip("\"'”’)").endswith("?")]
+    return early + [q for q in closing if RHETORICAL_OPENING.match(_LEAD_IN.sub("", q.strip().strip("\"'“”‘’")))]
+
+
+def repeated_role_noun(text: str) -> tuple[str | None, int]:
+    """The role noun the narration names most often after a determiner ("the attendant", "my kid"), and how often."""
+    counts: dict[str, int] = {}
+    for match in _ROLE.finditer(_narration(text)):
+        noun = match.group(1).lower()
+        counts[noun] = counts.get(noun, 0) + 1
+    if not counts:
+        return None, 0
+    noun = max(sorted(counts), key=lambda n: counts[n])
+    return noun, counts[noun]
+
+
+def style_devices(text: str) -> dict[str, int]:
+    """Counts of each rhetorical device of STYLE_BOUNDS in one template text."""
+    return {"echo_fragments": len(echo_fragments(text)),
+            "exclamations": exclamation_count(_QUOTED.sub(" ", text)),
+            "emphatic_capitals": len(emphatic_capitals(text)), "rhetorical_questions": len(rhetorical_questions(text)),
+            "role_noun_repeats": repeated_role_noun(text)[1]}
+
+
+# Per style, for each device: (most in one template, largest share of the style's templates using it at all).
+# Matter-of-fact reports carry none of the venting devices; self-justifying posts argue (rhetorical questions)
+# but rarely shout; venting may shout, echo or capitalise now and then, not in every post. Any style names a
+# person by role at most four times (then "they"/"them", as people write); the issue counted 5+ as stilted.
+STYLE_BOUNDS: dict[str, dict[str, tuple[int, float]]] = {
+    "matter_of_fact": {"echo_fragments": (0, 0.0), "exclamations": (0, 0.0), "emphatic_capitals": (0, 0.0),
+                       "rhetorical_questions": (1, 0.02), "role_noun_repeats": (4, 1.0)},
+    "self_justifying": {"echo_fragments": (1, 0.02), "exclamations": (1, 0.02), "emphatic_capitals": (1, 0.02),
+                        "rhetorical_questions": (2, 0.45), "role_noun_repeats": (4, 1.0)},
+    "emotional_venting": {"echo_fragments": (1, 0.15), "exclamations": (2, 0.25), "emphatic_capitals": (2, 0.30),
+                          "rhetorical_questions": (2, 0.50), "role_noun_repeats": (4, 1.0)},
+}
+DEVICES: tuple[str, ...] = ("echo_fragments", "exclamations", "emphatic_capitals", "rhetorical_questions",
+                            "role_noun_repeats")
+
+
+def style_problems(text: str, style: str) -> list[str]:
+    """The devices of one template beyond its style's per-template bound ([] when within)."""
+    bounds = STYLE_BOUNDS[style]
+    return [f"{device} {count} > {bounds[device][0]} allowed in {style}"
+            for device, count in style_devices(text).items() if count > bounds[device][0]]
+
+
+def style_table(templates: pd.DataFrame) -> pd.DataFrame:
+    """Per style and device over a bank (columns text, style): templates, using, share, mean, max, over_bound,
+    and the bounds (max_per_template, max_share); within is whether the style meets both bounds."""
+    counts = pd.DataFrame([style_devices(t) for t in templates["text"]], columns=list(DEVICES),
+                          index=templates.index).assign(style=templates["style"])
+    rows = []
+    for style, bounds in STYLE_BOUNDS.items():
+        frame = counts[counts["style"] == style]
+        for device in DEVICES:
+            values, (most, share) = frame[device], bounds[device]
+            used = int(values.gt(0).sum())
+            rows.append({"style": style, "device": device, "templates": len(values), "using": used,
+                         "share": round(used / len(values), 3) if len(values) else None,
+                         "mean": round(float(values.mean()), 2) if len(values) else None,
+                         "max": int(values.max()) if len(values) else 0, "over_bound": int(values.gt(most).sum()),
+                         "max_per_template": most, "max_share": share,
+                         "within": bool(values.gt(most).sum() == 0
+                                        and (not len(values) or used / len(values) <= share))})
+    return pd.DataFrame(rows)
