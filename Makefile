@@ -16,8 +16,7 @@ reproduce: $(VENV)/.installed $(if $(filter local,$(PROFILE)),$(VENV)/.installed
 # JupyterLab; about 25 s on the offline run (44,132 answers).
 report: $(VENV)/.installed
 	@test -n "$(RUN)" || { echo "make report needs RUN=<run name or folder>"; exit 2; }
-	$(BIN)/python -m gama_utils.report.browser $(RUN)
-	$(BIN)/python -m gama_utils.report.run_report $(RUN)
+	$(BIN)/gama report $(RUN)
 
 # The test files run in parallel on every core (pytest-xdist), each file in one process so its fixtures are built once.
 PYTEST := -m pytest -q --durations=15 -n auto --dist loadfile

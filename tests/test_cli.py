@@ -165,14 +165,15 @@ def test_import_brings_answers_into_a_run(tmp_path, capsys):
     assert code == 2 and "bad.csv" in err and "row 2" in err and "'mal'" in err
 
 
-def test_browse_opens_the_page_or_says_it_is_not_built(tmp_path, capsys):
+def test_browse_builds_the_page_a_run_lacks_and_keeps_one_it_has(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
-    code, _, err = gama(capsys, "browse", str(run))
-    assert code == 1 and "no answer browser (browser.html): it is not built for this run yet" in err
-    (run / "browser.html").write_text("<html></html>", encoding="utf-8")
     code, out, _ = gama(capsys, "browse", str(run), "--print")
     assert (code, out.strip()) == (0, str(run / "browser.html"))
+    assert "<html" in (run / "browser.html").read_text(encoding="utf-8").lower()
+    (run / "browser.html").write_text("<html>kept</html>", encoding="utf-8")
+    code, out, _ = gama(capsys, "browse", str(run), "--print")
+    assert code == 0 and (run / "browser.html").read_text(encoding="utf-8") == "<html>kept</html>"
 
 
 def test_lint_names_each_problem(tmp_path, capsys):

@@ -35,7 +35,7 @@ import mistune
 import pandas as pd
 from markupsafe import Markup, escape
 
-from gama_utils.analysis import paper, selections
+from gama_utils.analysis import paper, pooling, selections
 from gama_utils.collect.respond import IMPORTS_FILE, ORIGIN_FILE
 from gama_utils.core.escaping import markdown_cell
 from gama_utils.core.metrics import metric, metric_keys
@@ -290,6 +290,8 @@ def first_screen(path: Path, manifest: dict, kind: str) -> FirstScreen:
         screen.missing = f"No summary: gaps.jsonl lacks {', '.join(missing)}; run 06_analyze again to add them."
         return screen
     screen.summary = headline.summary(gaps)
+    if (path / "pooled_gaps.jsonl").exists():  # across models (06): the random-effects sentence of each track
+        screen.summary += list(pooling.pooled_summary(load(path, "pooled_gaps")).values())
     screen.headline_png = png_bytes(plots.headline(gaps))
     compared = tables.compare_with_paper(gaps, paper.main_results())
     if not compared.empty:

@@ -141,25 +141,25 @@ def _import_inspect(args: argparse.Namespace) -> Outcome:
 
 
 def _report(args: argparse.Namespace) -> Outcome:
+    from gama_utils.report.browser import build_browser
     from gama_utils.report.run_report import build_report
 
+    browser = build_browser(args.run)
     written = build_report(args.run)
-    return Outcome(0, f"{written['html']}\n{written['md']}")
+    return Outcome(0, f"{written['html']}\n{written['md']}\n{browser}")
 
 
-def browser_page(run: str | Path) -> Path | None:
-    """The run's answer browser page, or None when none has been built for it."""
+def browser_page(run: str | Path) -> Path:
+    """The run's answer browser page, built when the run has none yet."""
     from gama_utils.core.run_folders import run_dir
+    from gama_utils.report.browser import build_browser
 
     page = run_dir(run) / BROWSER_PAGE
-    return page if page.exists() else None
+    return page if page.exists() else build_browser(run)
 
 
 def _browse(args: argparse.Namespace) -> Outcome:
     page = browser_page(args.run)
-    if page is None:
-        return Outcome(1, err=f"error: run {args.run} has no answer browser ({BROWSER_PAGE}): it is not built for "
-                              "this run yet; `gama report RUN` writes the report, whose tables hold the scores")
     if not args.show_only:
         webbrowser.open(page.as_uri())
     return Outcome(0, str(page))
