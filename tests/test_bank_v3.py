@@ -30,6 +30,11 @@ def test_devices_match_a_hand_count():
                                               "rhetorical_questions": 2, "role_noun_repeats": 3}
 
 
+def test_a_currency_prefix_is_not_emphasis():
+    # the toy dimension's drone sold for NZ$900 (make test-recipes): a country prefix, like HR or DKK above
+    assert wording.emphatic_capitals("I sold it for NZ$900 and US$40, and it was SO wrong.") == ["SO"]
+
+
 def test_short_clauses_and_abbreviated_times_are_not_fragments():
     text = "We left at 5 p.m. on Friday. Nobody checked. Six came up. That wasn't true. It was 4.5 km. What now?"
     assert wording.echo_fragments(text) == []

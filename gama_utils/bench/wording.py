@@ -294,12 +294,13 @@ def emphatic_capital_spans(text: str) -> list[tuple[int, int]]:
     """Where the narrator writes a word in capitals for emphasis ("I was SO careful"), as (start, end) in `text`.
 
     Quoted speech and writing (double quotes, or single quotes around a phrase), placeholders, ACRONYMS
-    (currency codes included) and runs of three or more capitalised words (a sign: FRIDGES AND FREEZERS
+    (currency codes and prefixes such as NZ$ included) and runs of three or more capitalised words (a sign: FRIDGES AND FREEZERS
     ONLY) don't count.
     """
     skipped = [m.span() for pattern in (_QUOTED, _SINGLE_QUOTED, _PLACEHOLDER, _CAPITAL_RUN)
                for m in pattern.finditer(text)]
     return [m.span() for m in _CAPITALS.finditer(text) if m.group(0) not in ACRONYMS
+            and not text.startswith("$", m.end())  # a currency's country prefix: NZ$900, US$40
             and not any(a <= m.start() < b for a, b in skipped)]
 
 
