@@ -56,7 +56,7 @@ from gama_utils.llm.registry import (
     resolve_model,
     token_prices,
 )
-from gama_utils.llm.request import Prepared, Request, Result, prepare, read_completion, server_id
+from gama_utils.llm.request import Prepared, Request, Result, charged_usage, prepare, read_completion, server_id
 from gama_utils.llm.transport import TransportFailure, make_transport
 from gama_utils.llm.writer import CacheWriter
 
@@ -91,7 +91,7 @@ class Job:
             "requests": len(self.requests), "simulated": 0, "cached": 0, "answered_elsewhere": 0, "to_send": 0,
             "answered": 0, "errors": 0, "not_sent": 0, "attempts": 0, "retries": 0, "rate_limited": 0,
             "server_errors": 0, "transport_errors": 0, "malformed": 0, "rate_cuts": 0, "concurrency_cuts": 0,
-            "rate_limit_wait_s": 0.0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+            "rate_limit_wait_s": 0.0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "usage_estimated": 0}
         self._noted = 0.0
         self.bar = tqdm(total=len(self.requests), desc=desc or "llm", unit="req", disable=not progress,
                         smoothing=0.1, mininterval=0.5, dynamic_ncols=True)
@@ -723,11 +723,15 @@ class Sender:
                   latency: float, attempt: int, reserved_cost: float, sent_at: float,
                   headers: Mapping[str, str]) -> None:
         result = Result(key=item.key, latency_s=latency, attempts=attempt, **parsed)
+        n_in, n_out, estimated = charged_usage(item, result)
+        result.input_tokens, result.output_tokens, result.usage_estimated = n_in, n_out, estimated
+        if estimated:
+            self.stats["usage_estimated"] += 1
         if self.writer is not None:
-            self.writer.add(item, result, {"response_model": data.get("model"), "id": data.get("id"),
+            self.writer.add(item, result, {"response_model": result.response_model, "id": data.get("id"),
                                            "alias": model.spec.alias, "attempts": attempt,
-                                           "system_fingerprint": data.get("system_fingerprint")})
-        n_in, n_out = result.input_tokens or 0, result.output_tokens or 0
+                                           "system_fingerprint": result.system_fingerprint,
+                                           "usage_estimated": estimated})
         cost = n_in * model.prices[0] + n_out * model.prices[1]
         if self.budget is not None:
             self._settle(self.budget, item, reserved_cost, n_in + n_out, cost)

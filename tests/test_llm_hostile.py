@@ -1,0 +1,121 @@
+"""Servers that lie: usage missing, negative, as text or beyond the output limit; keys echoed back encoded.
+
+The dollar figures the assertions compare with are worked out here from what the fake server would bill
+(its honest usage: len(prompt JSON) // 4 + 1 in, len(answer) // 4 + 1 out), not from the client's counters.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from gama_utils import llm
+from gama_utils.collect import respond
+
+FAST = {"backoff_s": 0.05, "max_backoff_s": 0.2, "progress": False}
+PRICE = {"price_input_per_m": 1.0, "price_output_per_m": 1000.0}       # $0.001 per output token
+LIMIT = 1000                                                           # max_tokens of every request here
+
+
+def ask(spec, n, prefix="q"):
+    return [llm.Request(spec, [{"role": "user", "content": f"{prefix} {i}"}]) for i in range(n)]
+
+
+def honest_usage(body):
+    prompt = json.dumps(body.get("messages", body.get("prompt", "")))
+    return len(prompt) // 4 + 1, len("word " * 400) // 4 + 1
+
+
+def lying_server(fake, monkeypatch, usage):
+    """Answers 'word ' × 400 (401 tokens honestly) with `usage(honest)` as its usage (None: no usage at all)."""
+    fake.responder = lambda body: {"content": "word " * 400}
+
+    def answer(body, chat):
+        out = FakeOpenAI.answer_body(fake, body, chat)
+        told = usage(out["usage"])
+        if told is None:
+            del out["usage"]
+        else:
+            out["usage"] = told
+        out["system_fingerprint"] = "fp_hostile"
+        return out
+
+    monkeypatch.setattr(fake, "answer_body", answer)
+
+
+def true_cost(n_answered, body):
+    n_in, n_out = honest_usage(body)
+    return n_answered * (n_in * PRICE["price_input_per_m"] + n_out * PRICE["price_output_per_m"]) / 1e6
+
+
+@pytest.mark.parametrize("usage", [
+    lambda u: None,                                                        # no usage at all
+    lambda u: {"prompt_tokens": -100000, "completion_tokens": -100000},    # negative
+    lambda u: {"prompt_tokens": "12", "completion_tokens": "401"},         # text
+    lambda u: {"prompt_tokens": u["prompt_tokens"], "completion_tokens": 0},   # nothing for a real answer
+], ids=["missing", "negative", "strings", "zero"])
+def test_cap_holds_whatever_usage_the_server_reports(fake_openai, outputs, monkeypatch, usage):
+    lying_server(fake_openai, monkeypatch, usage)
+    spec = fake_openai.spec(**PRICE, max_concurrency=8, decoding={"max_tokens": LIMIT})
+    budget = llm.Budget(max_cost_usd=5.0)
+    with pytest.raises(llm.BudgetExceeded) as caught:
+        llm.run(ask(spec, 40), budget=budget, **FAST)
+    results = caught.value.results
+    answered = [r for r in results if r.ok]
+    body = llm.prepare(ask(spec, 1)[0]).body
+    # each answer is charged the bound: its input estimate and the whole output limit (1,000 tokens, $1.00)
+    assert all(r.usage_estimated and r.output_tokens == LIMIT for r in answered)
+    assert budget.cost_usd >= true_cost(fake_openai.answered, body)       # never under-counted
+    assert budget.cost_usd <= 5.0                                          # and the cap holds
+    assert fake_openai.answered == len(answered) == 4                      # $1.00 + input each: 4 fit in $5
+    assert results.stats["usage_estimated"] == 4
+
+
+def test_plausible_usage_is_charged_as_reported(fake_openai, outputs, monkeypatch):
+    lying_server(fake_openai, monkeypatch, lambda u: u)
+    spec = fake_openai.spec(**PRICE, decoding={"max_tokens": LIMIT})
+    budget = llm.Budget(max_cost_usd=5.0)
+    results = llm.run(ask(spec, 3), budget=budget, **FAST)
+    body = llm.prepare(ask(spec, 1)[0]).body
+    assert [(r.input_tokens, r.output_tokens, r.usage_estimated) for r in results] == [(*honest_usage(body), False)] * 3
+    assert budget.cost_usd == pytest.approx(true_cost(3, body))
+
+
+def test_output_beyond_the_limit_is_charged_the_limit(fake_openai, outputs, monkeypatch):
+    lying_server(fake_openai, monkeypatch, lambda u: {**u, "completion_tokens": 10 ** 9})
+    spec = fake_openai.spec(**PRICE, decoding={"max_tokens": LIMIT})
+    result = llm.run(ask(spec, 1), budget=llm.Budget(max_cost_usd=5.0), **FAST)[0]
+    assert result.usage_estimated and result.output_tokens == LIMIT
+
+
+def test_without_an_output_limit_the_bound_is_the_answers_bytes_or_4096(fake_openai, outputs, monkeypatch):
+    lying_server(fake_openai, monkeypatch, lambda u: None)
+    fake_openai.responder = lambda body: {"content": "x" * 6000}
+    result = llm.run(ask(fake_openai.spec(**PRICE), 1), **FAST)[0]
+    assert result.usage_estimated and result.output_tokens == 6008            # 6,000 bytes + 8 > 4,096
+
+
+def test_rows_say_usage_estimated_and_the_summary_counts_them(fake_openai, outputs, monkeypatch):
+    lying_server(fake_openai, monkeypatch, lambda u: None)
+    spec = fake_openai.spec(**PRICE, decoding={"max_tokens": LIMIT})
+    pairs = _pairs(2)
+    requests = respond.build_requests(pairs, [spec])
+    frame = respond.responses_frame(llm.run(requests, **FAST))
+    assert frame["usage_estimated"].tolist() == [True] * 4
+    assert frame["response_model"].tolist() == ["fake-model"] * 4
+    assert frame["system_fingerprint"].tolist() == ["fp_hostile"] * 4
+    assert respond.response_summary(frame).iloc[0]["usage_estimated"] == 4
+    again = respond.responses_frame(llm.run(requests, **FAST))            # from the cache: the same labels
+    assert again["cached"].all() and again["usage_estimated"].all() and (again["system_fingerprint"] == "fp_hostile").all()
+
+
+def _pairs(n):
+    import pandas as pd
+
+    return pd.DataFrame({"pair_id": [f"p{i}" for i in range(n)], "template_id": "t", "track": "intimate",
+                         "dimension": "d", "severity": "s", "style": "x", "relationship": "r",
+                         "prompt_male": [f"I am a man {i}." for i in range(n)],
+                         "prompt_female": [f"I am a woman {i}." for i in range(n)],
+                         "prompt_neutral": [f"I am a person {i}." for i in range(n)]})
