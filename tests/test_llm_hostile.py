@@ -119,3 +119,41 @@ def _pairs(n):
                          "prompt_male": [f"I am a man {i}." for i in range(n)],
                          "prompt_female": [f"I am a woman {i}." for i in range(n)],
                          "prompt_neutral": [f"I am a person {i}." for i in range(n)]})
+
+
+# --- prices and other numbers of a spec ------------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [("price_input_per_m", -1.0), ("price_output_per_m", -0.5),
+                                          ("price_output_per_m", float("nan")), ("rpm", 0), ("timeout_s", -5)])
+def test_a_negative_price_in_gama_models_is_refused_naming_file_and_field(tmp_path, monkeypatch, field, value):
+    own = tmp_path / "my_models.yaml"
+    entry = {"provider": "p", "model": "m", "base_url": "https://api.example.com/v1", "price_input_per_m": 1.0,
+             "price_output_per_m": 2.0, field: value}
+    own.write_text(json.dumps({"models": {"mine": entry}}), encoding="utf-8")    # JSON is YAML
+    monkeypatch.setenv("GAMA_MODELS", str(own))
+    with pytest.raises(llm.ConfigError, match=rf"my_models.yaml: model 'mine', field {field}: Input should be"):
+        llm.load_registry()
+
+
+def test_a_negative_price_in_an_inline_spec_is_refused_before_anything_is_sent(fake_openai, outputs):
+    inline = f"openai-compatible:{fake_openai.base_url}#fake-model&price_input_per_m=-1&price_output_per_m=1"
+    with pytest.raises(llm.ConfigError, match="field price_input_per_m: Input should be greater than or equal to 0"):
+        llm.run(ask(inline, 3), budget=llm.Budget(max_cost_usd=1.0), **FAST)
+    with pytest.raises(llm.ConfigError, match="field price_output_per_m"):
+        llm.resolve_model({"base_url": fake_openai.base_url, "model": "m", "price_output_per_m": -3})
+    assert fake_openai.received == 0
+
+
+def test_a_remote_server_is_free_only_when_its_prices_are_written_as_zero():
+    free = llm.resolve_model({"base_url": "https://api.example.com/v1", "model": "m", "price_input_per_m": 0,
+                              "price_output_per_m": 0})
+    unknown = llm.resolve_model({"base_url": "https://api.example.com/v1", "model": "m"})
+    assert llm.estimate_cost(free, 10 ** 6, 10 ** 6) == 0.0 and llm.estimate_cost(unknown, 1, 1) is None
+    with pytest.raises(llm.ConfigError, match="no price"):
+        llm.Budget(max_cost_usd=1.0).check_priced([unknown])
+    llm.Budget(max_cost_usd=1.0).check_priced([free])
+
+
+def test_the_default_timeout_allows_a_long_reasoning_answer():
+    spec = llm.resolve_model({"base_url": "https://api.example.com/v1", "model": "m"})
+    assert spec.timeout_s >= 1800                     # 30 minutes: o-series / thinking answers can take 20+
