@@ -108,7 +108,8 @@ def test_rows_say_usage_estimated_and_the_summary_counts_them(fake_openai, outpu
     assert frame["system_fingerprint"].tolist() == ["fp_hostile"] * 4
     assert respond.response_summary(frame).iloc[0]["usage_estimated"] == 4
     again = respond.responses_frame(llm.run(requests, **FAST))            # from the cache: the same labels
-    assert again["cached"].all() and again["usage_estimated"].all() and (again["system_fingerprint"] == "fp_hostile").all()
+    assert again["cached"].all() and again["usage_estimated"].all()
+    assert (again["system_fingerprint"] == "fp_hostile").all()
 
 
 def _pairs(n):
@@ -157,3 +158,104 @@ def test_a_remote_server_is_free_only_when_its_prices_are_written_as_zero():
 def test_the_default_timeout_allows_a_long_reasoning_answer():
     spec = llm.resolve_model({"base_url": "https://api.example.com/v1", "model": "m"})
     assert spec.timeout_s >= 1800                     # 30 minutes: o-series / thinking answers can take 20+
+
+
+# --- keys echoed back in other forms ----------------------------------------------------------------------
+
+KEY = "sk-proj-Ab3/dE+9xYz_Q7w8KLmN0pRsT"
+
+
+def echoed_forms(key):
+    """What a hostile server sends back: the key as is, inside base64 and base64url texts at two offsets,
+    URL-encoded, every byte percent-encoded, and without its prefix."""
+    import base64
+    from urllib.parse import quote
+
+    return {"raw": key, "base64": base64.b64encode(f"ab: {key} end".encode()).decode(),
+            "base64url": base64.urlsafe_b64encode(f"abcde{key}".encode()).decode(),
+            "url": quote(key, safe=""), "percent": "".join(f"%{b:02x}" for b in key.encode()),
+            "no_prefix": key.removeprefix("sk-proj-")}
+
+
+def holds_key(text, key):
+    """Independent of the redaction code: does `text` reveal the key, decoded in any of those ways?"""
+    import base64
+    import re
+    from urllib.parse import unquote
+
+    core = key.removeprefix("sk-proj-").encode()
+    if core in text.encode() or core in unquote(text).encode():
+        return True
+    for run in re.findall(r"[A-Za-z0-9+/_-]{16,}={0,2}", text):
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            for cut in range(4):                                    # any alignment of the run
+                piece = run[cut:]
+                piece = piece[: len(piece) - len(piece) % 4]
+                try:
+                    if core[:16] in decode(piece):
+                        return True
+                except ValueError:
+                    pass
+    return False
+
+
+@pytest.fixture
+def keyed(fake_openai, monkeypatch):
+    from conftest import FAKE_KEY_ENV
+
+    monkeypatch.setenv(FAKE_KEY_ENV, KEY)
+    fake_openai.configure(api_key=KEY)
+    return fake_openai
+
+
+def test_keys_echoed_in_any_form_are_blanked_before_anything_is_written(keyed, outputs, tmp_path):
+    from gama_utils.core import run_folders
+
+    forms = echoed_forms(KEY)
+    assert all(holds_key(form, KEY) for form in forms.values())             # the check sees each form
+    keyed.responder = lambda body: {"content": " | ".join(f"{n}={f}" for n, f in forms.items()),
+                                    "reasoning_content": forms["base64"]}
+    spec = keyed.spec()
+    requests = respond.build_requests(_pairs(1), [spec])
+    frame = respond.responses_frame(llm.run(requests, **FAST))
+    assert frame["answer"].str.contains(r"raw=\*\*\*").all()
+    for text in [*frame["answer"], *frame["reasoning"]]:
+        assert not holds_key(text, KEY), text
+    saved = run_folders.save(frame, tmp_path / "run", "responses").read_text(encoding="utf-8")
+    cache = llm.Cache().path
+    stored = b"".join(p.read_bytes() for p in cache.parent.glob(cache.name + "*")).decode("utf-8", "replace")
+    assert not holds_key(saved, KEY) and not holds_key(stored, KEY)
+    again = llm.run(requests, **FAST)                                       # the cache holds the blanked answers
+    assert all(r.cached for r in again) and sorted(r.text for r in again) == sorted(frame["answer"])
+
+
+def test_an_error_message_echoing_the_key_encoded_is_blanked(keyed, outputs, monkeypatch):
+    forms = echoed_forms(KEY)
+    plain_error = keyed._error
+    monkeypatch.setattr(keyed, "_error", lambda status, message, code, *a, **k:
+                        plain_error(status, f"{message}; you sent {forms['base64url']} {forms['no_prefix']}", code,
+                                    *a, **k))
+    keyed.enqueue("400")
+    result = llm.run(ask(keyed.spec(), 1), **FAST)[0]
+    assert result.error.startswith("HTTP 400") and not holds_key(result.error, KEY)
+
+
+@pytest.mark.parametrize("form", ["base64", "base64url", "url", "percent", "no_prefix"])
+def test_the_run_file_scan_finds_every_form(keyed, outputs, tmp_path, form):
+    from gama_utils.core import credentials, run_folders
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text(f"the server said {echoed_forms(KEY)[form]}", encoding="utf-8")
+    with pytest.raises(credentials.SecretInFileError, match="notes.txt"):
+        run_folders.update_manifest(run, "04_respond", models=[keyed.spec()])
+
+
+def test_the_run_file_scan_reads_the_response_cache(keyed, outputs, tmp_path):
+    from gama_utils import paths
+    from gama_utils.core import credentials, run_folders
+
+    paths.CACHE.mkdir(parents=True)
+    (paths.CACHE / "responses.sqlite-wal").write_bytes(b"\0\0" + echoed_forms(KEY)["url"].encode() + b"\0")
+    with pytest.raises(credentials.SecretInFileError, match="responses.sqlite-wal"):
+        run_folders.update_manifest(tmp_path / "run", "04_respond", models=[keyed.spec()])

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from gama_utils import paths
 from gama_utils.llm.cache import Cache
 from gama_utils.llm.errors import ConfigError
+from gama_utils.llm.redaction import Redactor
 from gama_utils.llm.registry import ModelSpec, check_ready, resolve_model
 from gama_utils.llm.request import Prepared, Request, Result, charged_usage, prepare, read_completion
 
@@ -191,7 +192,7 @@ def ingest(output_jsonl: str | os.PathLike, requests: Iterable[Request] | dict[s
         except (KeyError, IndexError, TypeError, AttributeError):
             errors[key] = "answer without choices"
             continue
-        result = Result(key=key, **parsed)
+        result = Redactor([item.spec.api_key()]).result(Result(key=key, **parsed))
         result.input_tokens, result.output_tokens, result.usage_estimated = charged_usage(item, result)
         meta = {"via": "batch", "batch_id": batch_id, "id": body.get("id"), "response_model": result.response_model,
                 "alias": item.spec.alias, "system_fingerprint": result.system_fingerprint,

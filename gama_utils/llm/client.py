@@ -47,6 +47,7 @@ from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, R
 from gama_utils.llm.leases import LEASE_TTL_S, Leases
 from gama_utils.llm.limits import Budget
 from gama_utils.llm.pacing import DEFAULT_CONCURRENCY, Pacer
+from gama_utils.llm.redaction import Redactor
 from gama_utils.llm.registry import (
     ModelSpec,
     backend,
@@ -355,6 +356,7 @@ class _Model:
     def __init__(self, spec: ModelSpec, pacer: Pacer):
         self.spec = spec
         self.key = spec.api_key()
+        self.redact = Redactor([self.key])    # the Sender gives every model the run's keys (all in use)
         self.transport = make_transport(spec)
         self.prices = token_prices(spec) or (0.0, 0.0)     # per token, once per run (a cap refuses unpriced models)
         self.pacer = pacer
@@ -363,10 +365,10 @@ class _Model:
         self.more = asyncio.Event()
 
     def scrub(self, text: str) -> str:
-        """Text with the API key and key-like tokens blanked out."""
+        """Text with the API key (in every form a server could echo it) and key-like tokens blanked out."""
         if self.key:
             text = text.replace(self.key, "***")
-        return _SECRET_LIKE.sub("***", text)
+        return _SECRET_LIKE.sub("***", self.redact(text))
 
 
 class Sender:
@@ -400,6 +402,9 @@ class Sender:
             self.budget.check_priced(list(specs.values()))
         check_ready(list(specs.values()), registry=self.job.registry)
         self.models = {name: _Model(spec, self._pacer(spec)) for name, spec in specs.items()}
+        redact = Redactor([model.key for model in self.models.values()])
+        for model in self.models.values():
+            model.redact = redact
         by_key = {item.key: (self.models[name], item) for name, items in by_model.items() for item in items}
         if self.cache is not None:
             self.leases = Leases(self.cache, self.job.lease_ttl_s)
@@ -722,13 +727,13 @@ class Sender:
     def _answered(self, model: _Model, item: Prepared, parsed: dict[str, Any], data: dict[str, Any],
                   latency: float, attempt: int, reserved_cost: float, sent_at: float,
                   headers: Mapping[str, str]) -> None:
-        result = Result(key=item.key, latency_s=latency, attempts=attempt, **parsed)
+        result = model.redact.result(Result(key=item.key, latency_s=latency, attempts=attempt, **parsed))
         n_in, n_out, estimated = charged_usage(item, result)
         result.input_tokens, result.output_tokens, result.usage_estimated = n_in, n_out, estimated
         if estimated:
             self.stats["usage_estimated"] += 1
         if self.writer is not None:
-            self.writer.add(item, result, {"response_model": result.response_model, "id": data.get("id"),
+            self.writer.add(item, result, {"response_model": result.response_model, "id": model.redact(data.get("id")),
                                            "alias": model.spec.alias, "attempts": attempt,
                                            "system_fingerprint": result.system_fingerprint,
                                            "usage_estimated": estimated})

@@ -227,7 +227,7 @@ def charged_usage(item: Prepared, result: Result) -> tuple[int, int, bool]:
     input_ok = n_in is not None and n_in >= len(item.body_json) // 64
     output_ok = n_out is not None and n_out >= (answer_bytes + 63) // 64 and \
         (limit is None or n_out <= limit * USAGE_MARGIN[0] + USAGE_MARGIN[1])
-    if input_ok and output_ok:
-        return n_in, n_out, False
+    charged_in = n_in if input_ok and n_in is not None else item.est_input_tokens
     bound_out = limit if limit is not None else max(UNLIMITED_OUTPUT_TOKENS, answer_bytes + 8)
-    return (n_in if input_ok else item.est_input_tokens), (n_out if output_ok else bound_out), True
+    charged_out = n_out if output_ok and n_out is not None else bound_out
+    return charged_in, charged_out, not (input_ok and output_ok)
