@@ -29,6 +29,7 @@ from gama_utils.core.run_folders import (
     ANYWHERE_ENV,
     RunFolderError,
     atomic_write,
+    check_path,
     run_dir,
 )
 from gama_utils.paths import NOTEBOOKS
@@ -58,6 +59,9 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
     import papermill
 
     out_dir = run_path / "notebooks"
+    notebooks = list(notebooks)
+    for nb in notebooks:                           # a link (notebooks/ -> the sources) is refused before any run
+        check_path(out_dir / nb.name, run_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     timings_path = run_path / "timings.json"
     timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
