@@ -234,8 +234,9 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
 
     Errors name the file, row and field (rows counted from 1): bad encoding, an empty file, a broken
     JSONL line, a missing column, an unknown pair_id or arm, an empty model, an answer that is not
-    text, a sample that is not a whole number, and rows that duplicate a model × pair × arm × sample
-    once their values are read.
+    text, a sample that is not a whole number, rows that duplicate a model × pair × arm × sample
+    once their values are read, a NUL byte in any field, a column named twice, and a model × pair × sample
+    with only one of the male and female answers.
     """
     from gama_utils.collect.records import is_missing, read_records, whole_number
     from gama_utils.paths import resolve
@@ -284,10 +285,26 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
                      "input_tokens": None, "output_tokens": None, "latency_s": None, "error": None, "cached": False,
                      "simulated": simulated, "usage_estimated": False, "response_model": None,
                      "system_fingerprint": None})
+    problems = problems or _lone_arms(seen, file.name)
     if problems:
         more = len(problems) - MAX_PROBLEMS_SHOWN
         raise ValueError("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; and {more} more" if more > 0 else ""))
     return pd.DataFrame(rows, columns=[*RESPONSES, *COLLECTED])
+
+
+def _lone_arms(seen: dict[tuple, int], name: str) -> list[str]:
+    """Every model × pair × sample of an import that lacks the male or the female answer (the gap needs both)."""
+    arms: dict[tuple, dict[str, int]] = {}
+    for (model, pair_id, arm, sample), number in seen.items():
+        arms.setdefault((model, pair_id, sample), {})[arm] = number
+    problems = []
+    for (model, pair_id, sample), found in arms.items():
+        lacking = [a for a in ("male", "female") if a not in found]
+        if lacking:
+            problems.append(f"{name} row {min(found.values())}: arm: pair_id {pair_id!r} of model {model!r} "
+                            f"(sample {sample}) has no {' and no '.join(lacking)} answer, only {sorted(found)}; a "
+                            "gap compares the two arms of a pair, so add the missing answer or leave the pair out")
+    return problems
 
 
 def _text(value: object) -> str | None:

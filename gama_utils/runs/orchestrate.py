@@ -166,9 +166,13 @@ def _parse_override(text: str) -> tuple[str, object]:
     if not key:
         raise argparse.ArgumentTypeError("--set takes key=value; the key is empty")
     try:
-        return key, yaml.safe_load(value)
+        parsed = yaml.safe_load(value)
     except yaml.YAMLError:
         raise argparse.ArgumentTypeError(f"--set {key}: the value is not valid YAML") from None
+    if profiles.refers_to_itself(parsed):
+        raise argparse.ArgumentTypeError(f"--set {key}: the value refers to itself (a recursive YAML anchor such as "
+                                         "&a [*a]); write the value out")
+    return key, parsed
 
 
 def notebook_hygiene(path: Path) -> list[str]:
