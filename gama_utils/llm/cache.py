@@ -212,7 +212,11 @@ class Cache:
         return dict(zip(("rpm", "tpm", "source", "updated_at"), row)) if row else None
 
     def save_learned_limit(self, spec: ModelSpec, rpm: float | None, tpm: float | None, source: str) -> None:
-        """Keep a learned rate limit for the next run."""
+        """Keep a learned rate limit for the next run; rpm None forgets the saved one (a run went past it)."""
+        if rpm is None:
+            self.connection().execute("DELETE FROM learned_limits WHERE provider = ? AND model = ? AND server = ?",
+                                      (spec.provider, spec.model, server_id(spec)))
+            return
         self.connection().execute("INSERT OR REPLACE INTO learned_limits VALUES (?,?,?,?,?,?,?)",
                                   (spec.provider, spec.model, server_id(spec), rpm, tpm, source, time.time()))
 

@@ -493,7 +493,7 @@ class Sender:
         for model in self.models.values():
             pacer = model.pacer
             per_model[model.spec.alias] = summary = pacer.summary()
-            learned = pacer.learned()
+            learned = pacer.learned()                  # rpm None: forget the saved limit (the run went past it)
             if learned is not None:
                 summary["learned"] = learned
                 if self.cache is not None:
