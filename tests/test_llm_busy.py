@@ -43,25 +43,25 @@ def cut(pacer, ok=16, limited=4):
 def test_a_cut_after_which_the_429s_keep_coming_is_undone():
     pacer = paced()
     before = cut(pacer)                                       # 4 of 20 replies were 429s
-    replies(pacer, 32, 8)                                     # after the cut: 8 of 40, the same 20%
+    replies(pacer, 64, 16)                                    # after the cut: 16 of 80, the same 20%
     assert pacer.cuts_undone == 1 and pacer.cuts_helped == 0
     assert pacer.rate() == pytest.approx(before)              # the pace is restored
-    assert pacer.background == pytest.approx((8 + 1) / (40 + 2))   # the busy provider's share, estimated
+    assert pacer.background == pytest.approx((16 + 1) / (80 + 2))  # the busy provider's share, estimated
     assert pacer.learned() is None                            # nothing worth saving for the next run
 
 
 def test_a_cut_after_which_the_429s_stop_found_the_limit():
     pacer = paced()
-    cut(pacer)
+    before = cut(pacer)
     target = pacer.rate()
-    replies(pacer, 40, 0)
-    assert pacer.cuts_helped == 1 and pacer.found == pytest.approx(target)
+    replies(pacer, 80, 0)
+    assert pacer.cuts_helped == 1 and pacer.found == pytest.approx((before + target) / 2)   # the limit is between
 
 
 def judged(pacer, before, after, target):
-    """A cut to `target` judged on 50 replies before it (share `before` of 429s) and 40 after (share `after`)."""
-    pacer._judge_cut(pacing.Trial(since=0.0, rate=target / 0.95, share=before, replies=50, target=target, drew=None,
-                                  n=40, limited=round(40 * after)))
+    """A cut from 20/s to `target` judged on 50 replies before it (share `before` of 429s) and 80 after (`after`)."""
+    pacer._judge_cut(pacing.Trial(since=0.0, rate=20.0, share=before, replies=50, target=target, drew=None,
+                                  n=80, limited=round(80 * after)))
 
 
 def test_a_learned_limit_is_saved_only_after_repeated_cuts_that_each_helped():
@@ -73,7 +73,7 @@ def test_a_learned_limit_is_saved_only_after_repeated_cuts_that_each_helped():
     assert pacer.cuts_undone == 1 and pacer.learned() is None
     judged(pacer, 0.30, 0.025, 19.0)
     assert pacer.cuts_helped == 2
-    assert pacer.learned() == {"rpm": 19.0 * 60, "tpm": None, "source": "429"}
+    assert pacer.learned() == {"rpm": (19.0 + 20.0) / 2 * 60, "tpm": None, "source": "429"}
 
 
 def test_429s_within_the_background_share_neither_cut_nor_hold():

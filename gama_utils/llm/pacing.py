@@ -19,7 +19,7 @@ Without one, the rate is learned:
   it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
   the rate). Other isolated 429s (a busy provider) delay only their own request;
 - a busy provider is told apart from a limit: every cut is a trial, judged on the replies to the
-  next 40 requests sent after it. If the share of 429s fell (a two-proportion z of at least 2.5)
+  next 80 requests sent after it. If the share of 429s fell (a two-proportion z of at least 2.5)
   the cut met a limit, and its rate is the limit found; if not, the 429s come at any pace: the cut
   is undone (the rate restored) and the share after it joins the background share of 429s,
   estimated at paces the server admits. 429s within that background share (mean + 3 standard
@@ -67,7 +67,7 @@ FREQUENT = 0.10                   # 429s for at least this share of the last sec
 FEW_SENT = 24                     # ... counting at least this many requests, so a few random 429s are no signal
 SHARE_SPAN = 500                  # the run's usual share of 429s is averaged over about this many replies
 MIN_RATE = 1 / 60                 # requests per second: never slower than one a minute
-TRIAL_REPLIES = 40                # replies to requests sent after a cut that judge whether the cut helped
+TRIAL_REPLIES = 80                # replies to requests sent after a cut that judge whether the cut helped
 HELPED_Z = 2.5                    # a cut helped when the share of 429s fell by this many standard errors
 ADMITTED = 1.05                   # paces up to this much above the last helpful cut's count as admitted
 STRONG = 2                        # cuts that each helped before a limit learned from 429s is saved for later runs
@@ -338,7 +338,8 @@ class Pacer:
         self._count_background(trial.limited, n2)       # after a cut, helpful or not, the pace is one it admits
         if helped:
             self.cuts_helped += 1
-            self.found = trial.target               # a pace at which the 429s fell back: at or below the limit
+            # the limit lies between the pace that drew the 429s and the one at which they fell back
+            self.found = (trial.target + trial.rate) / 2
             return
         self.cuts_undone += 1
         self._drew_429 = trial.drew                 # no limit was found there: what was known before stands
