@@ -27,10 +27,11 @@ Without one, the rate is learned:
   only for frequent 429s and only for the shortest Retry-After among them (a busy provider's long
   Retry-After delays its own request only);
 - from a limit saved by an earlier run for the same provider, model and server: the run starts
-  at 98% of it and keeps adapting (growing by 1% a second near it, so a saved limit is probed
-  upward again). A limit is saved only on strong evidence: announced in headers, or found by at
-  least two cuts that each lowered the share of 429s; a saved limit that a run goes past without
-  meeting it again is forgotten.
+  at 98% of it and keeps adapting; the saved limit is not taken as met (the pace grows past it as
+  after any calm, so it is probed upward again, and paces up to it count as admitted for the
+  background share). While a cut is on trial only frequent 429s cut again. A limit is saved only
+  on strong evidence: announced in headers, or found by at least two cuts that each lowered the
+  share of 429s; a saved limit that a run goes past without meeting it again is forgotten.
 
 Requests in flight. A fixed `concurrency` stays fixed. Otherwise the limit starts at 16 and grows
 by one per answer (doubling per round trip) up to the maximum (64 by default) while latency per
@@ -119,7 +120,7 @@ class Pacer:
         self._last_grow = 0.0
         self._last_cut = -1e9
         self._cut_due: float | None = None
-        self._drew_429: float | None = saved["rpm"] / 60.0 if saved.get("rpm") and not rpm else None
+        self._drew_429: float | None = None   # a saved limit is not taken as met: the run probes above it again
         self._sends: deque[float] = deque()
         self._rejected: deque[float] = deque()
         self._limited: deque[tuple[float, float]] = deque()     # (arrived, Retry-After) of the last second's 429s
@@ -138,6 +139,8 @@ class Pacer:
         self._replies: deque[tuple[float, float, bool]] = deque()   # (arrived, sent, was a 429) of recent replies
         self._trial: Trial | None = None                           # the last cut, until its replies judge it
         self._saved_rpm: float | None = saved.get("rpm") if not rpm else None
+        if self._saved_rpm:
+            self.found = self._saved_rpm / 60.0    # paces up to a saved limit count as admitted (background)
 
     # ------------------------------------------------------------------ waiting for a turn
     async def turn(self, tokens: int) -> None:
@@ -216,7 +219,9 @@ class Pacer:
         frequent = len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5 + 1.0)
         above_learned = rate is not None and self._drew_429 is not None and rate > self._drew_429 \
             and not self._background_explains(len(limited), sent)
-        if frequent or (above_learned and sent_at >= self._last_cut):
+        # while a cut is on trial only frequent 429s cut again: isolated ones wait for the trial's verdict, which
+        # tells a limit from a busy provider (else a busy provider's 429s would ratchet the pace down cut by cut)
+        if frequent or (above_learned and sent_at >= self._last_cut and self._trial is None):
             log.debug("429s read as a limit (%s): %d in the last second of %d sent, rate %s, hold %.2f s",
                       "frequent" if frequent else "above the learned rate", len(limited), sent, rate, wait)
             # frequent 429s hold the whole model for the limit's own reset (the shortest Retry-After of the last
