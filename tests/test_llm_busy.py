@@ -115,3 +115,17 @@ def test_a_busy_provider_loses_nothing(fake_openai, outputs):
     results = llm.run(requests, backoff_s=0.05, max_backoff_s=0.2, progress=False)
     assert all(r.ok for r in results) and len({r.text for r in results}) == 80
     assert fake_openai.faults["truncate"] > 0 and fake_openai.faults["429"] > 0
+
+
+def test_isolated_429s_do_not_cut_again_while_a_cut_is_on_trial():
+    pacer = paced()
+    cut(pacer, ok=19, limited=1)                              # on trial: its 80 replies are not all back
+    rate = pacer.rate()
+    pacer._drew_429 = rate / 2                                # even far above the rate that drew 429s
+    replies(pacer, 19, 1)
+    assert pacer._trial is not None and pacer._cut_due is None and pacer.rate() == rate
+
+
+def test_a_saved_limit_is_probed_not_taken_as_met():
+    pacer = pacing.Pacer(maximum=64, fixed=False, rpm=None, tpm=None, saved={"rpm": 1200.0})
+    assert pacer._drew_429 is None and pacer.found == pytest.approx(20.0) and pacer.source == "saved"
