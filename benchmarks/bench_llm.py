@@ -18,6 +18,10 @@ Against tests/fake_openai.py spawned in its own process (or any OpenAI-compatibl
 (C) 1,000 requests, 5% answered 429 (Retry-After 0.05 s) and 5% 500: all answered, none paid twice.
 (D) a server that runs one request at a time and queues the rest (llama.cpp with one slot).
 (E) two processes started at once on one cache: requests paid twice.
+(F) a busy provider: 2,000 requests to a server allowing 1,200 requests per minute (no headers) that also
+    answers 5% 429s (Retry-After 1 s), 5% 500s and 5% truncated bodies at any pace, not configured; then a
+    second run on the same cache. Targets: 0 lost, <= 1.3 x the ideal (n / 20 per second = 100 s), the
+    second run not slower.
 (K) a child process SIGKILLed mid-run, then a rerun: requests paid twice vs in flight at the kill.
 
     .venv/bin/python benchmarks/bench_llm.py [--repeat 3] [--progress]
@@ -215,6 +219,34 @@ def scenario_d(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
           f"latency median {latencies[len(latencies) // 2]:.2f} s, max {latencies[-1]:.2f} s", flush=True)
 
 
+def scenario_f(args, spec: llm.ModelSpec, server, tmp: Path) -> None:
+    n, rpm, share = args.f_n, 1200, 0.05
+    rate = rpm / 60
+    ideal = n / rate
+    needed = n / (1 - 3 * share)                     # every fault is sent again, and counts against the limit
+    print(f"\n(F) a busy provider: {n} requests, server limit {rpm}/min, no rate headers, and {share:.0%} 429s "
+          f"(Retry-After 1 s), {share:.0%} 500s and {share:.0%} truncated bodies at any pace, latency "
+          f"{args.latency_hint} s, not configured -> ideal {ideal:.1f} s ({needed:.0f} requests at {rate:.0f}/s: "
+          f"{needed / rate:.1f} s) (targets: 0 lost, <= 1.3 x ideal = {1.3 * ideal:.0f} s, a second run on the same "
+          "cache not slower)", flush=True)
+    path = tmp / "f.sqlite"
+    for label, tag in (("first run", "F1"), ("second run, same cache (saved limit)", "F2")):
+        server.reset(latency=args.latency_hint, rpm=rpm, rate_headers=False, p_429=share, p_500=share,
+                     p_truncate=share, retry_after=1.0, seed=11)
+        cache = llm.Cache(path)
+        saved = cache.learned_limit(spec)
+        results, wall, cpu = timed(llm.run, requests_for(spec, n, tag), cache=cache, progress=args.progress,
+                                   desc="F")
+        stats = server.stats()
+        model = results.stats["models"][spec.alias]
+        print(f"  {label:<38} answered {sum(r.ok for r in results)}/{n}  lost {sum(not r.ok for r in results)}  "
+              f"wall {wall:6.2f} s = {wall / ideal:.2f} x ideal  sent {stats['received']}  statuses "
+              f"{stats['statuses']}  paid twice {stats['billed_twice']}  rate cuts {model['rate_cuts']}  "
+              f"pace at the end {60 * (model['rate_per_s'] or 0):.0f}/min ({model['limit_source']})  saved before "
+              f"{saved['rpm'] if saved else None}, after {(cache.learned_limit(spec) or {}).get('rpm')}  "
+              f"CPU {1000 * cpu / n:.2f} ms/req", flush=True)
+
+
 CHILD = textwrap.dedent("""
     import sys
     from gama_utils import llm
@@ -280,7 +312,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="repeat scenarios A and B; medians are printed")
     parser.add_argument("--seq-n", type=int, default=0, help="requests for the sequential loop (extrapolated)")
     parser.add_argument("--compare-sdk", action="store_true", help="also the SDK transport and a bare SDK loop")
-    parser.add_argument("--only", default="ABCDEK", help="scenarios to run, e.g. AB")
+    parser.add_argument("--only", default="ABCDEFK", help="scenarios to run, e.g. AB")
+    parser.add_argument("--f-n", type=int, default=2000, help="requests of scenario F (a busy provider)")
     parser.add_argument("--progress", action="store_true", help="show progress bars")
     args = parser.parse_args()
 
@@ -303,7 +336,7 @@ def main() -> None:
             if "A" in args.only:
                 scenario_a(args, spec, key or "EMPTY", Path(tmp))
             for name, scenario in (("B", scenario_b), ("C", scenario_c), ("D", scenario_d), ("E", scenario_e),
-                                   ("K", scenario_k)):
+                                   ("F", scenario_f), ("K", scenario_k)):
                 if server is not None and name in args.only:
                     scenario(args, spec, server, Path(tmp))
     finally:

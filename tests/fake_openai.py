@@ -7,9 +7,10 @@ real providers: at once, before any generation, by 429 with the time until the n
 allowed (`Retry-After: 0.05`, `retry-after-ms: 50`), and x-ratelimit-{limit,remaining,reset}-
 {requests,tokens} headers on every reply (`rate_headers`); `slots` makes a server that runs that
 many requests at a time and queues the rest (llama.cpp with one slot: latency grows with the
-queue); random 429s/500s, and scripted faults for the next requests: "ok" (no fault), "429", "quota"
-(429 insufficient_quota), "500", "503", "400", "401", "timeout" (answer only after `hang_s`), "drop"
-(close the connection), "truncate" (half the body, then close), "malformed" (invalid JSON); or a fault
+queue); random 429s, 500s and truncated bodies (p_429, p_500, p_truncate), and scripted faults for
+the next requests: "ok" (no fault), "429", "quota" (429 insufficient_quota), "500", "503", "400", "401",
+"timeout" (answer only after `hang_s`), "drop" (close the connection), "truncate" (half the body, then
+close), "malformed" (invalid JSON); or a fault
 for every request containing some text (`fail_when`). It counts what it served: requests, statuses,
 faults, answers per distinct request body (`billed_twice`), the highest number of requests in flight,
 arrival times.
@@ -46,7 +47,8 @@ from aiohttp import web
 
 FAULTS = ("ok", "429", "quota", "500", "503", "400", "401", "timeout", "drop", "truncate", "malformed")
 DEFAULTS = {"latency": 0.0, "rpm": None, "tpm": None, "rate_headers": True, "slots": None, "p_429": 0.0, "p_500": 0.0,
-            "retry_after": 1.0, "hang_s": 30.0, "seed": 0, "api_key": None, "batch_delay": 0.2, "quota_after": None}
+            "p_truncate": 0.0, "retry_after": 1.0, "hang_s": 30.0, "seed": 0, "api_key": None, "batch_delay": 0.2,
+            "quota_after": None}
 
 
 def default_answer(body: dict[str, Any]) -> dict[str, Any]:
@@ -267,6 +269,8 @@ class FakeOpenAI:
             return "429"
         if draw < self.config["p_429"] + self.config["p_500"]:
             return "500"
+        if draw < self.config["p_429"] + self.config["p_500"] + self.config["p_truncate"]:
+            return "truncate"
         return None
 
     def _authorized(self, request: web.Request) -> bool:

@@ -63,13 +63,13 @@ def test_a_registered_provider_answers_through_its_own_shape_and_is_not_simulate
     spec = llm.resolve_model(_spec(other))
     assert not spec.simulated and not spec.plumbing_check
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]
-    results = llm.run([llm.Request(spec, messages=messages, extra_body={"max_tokens": 50})], progress=False)
+    results = llm.run([llm.Request(spec, messages=messages, extra_body={"max_tokens": 1000})], progress=False)
     assert [r.text for r in results] == ["echo: Hello there"]
     assert results[0].simulated is False and results[0].error is None
     sent = other.received[0]
     assert sent == {"model_name": "other-1", "input": {"system": "Be brief.", "turns": [{"who": "user",
-                    "text": "Hello there"}]}, "generation": {"max_new_tokens": 50}}
-    # usage read from the provider's meter: 7 in, 1,000 out, at $1 and $10 per million tokens
+                    "text": "Hello there"}]}, "generation": {"max_new_tokens": 1000}}
+    # usage read from the provider's meter: 7 in, 1,000 out (within max_tokens), at $1 and $10 per million tokens
     assert (results[0].input_tokens, results[0].output_tokens) == (7, 1000)
     assert llm.estimate_cost(spec, 7, 1000) == pytest.approx(7 * 1e-6 + 1000 * 10e-6)
 

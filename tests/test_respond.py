@@ -94,11 +94,11 @@ def test_interrupted_run_resumes_without_paying_twice_and_reasks_changed_prompts
 def test_import_responses_joins_the_benchmark_and_names_bad_rows(tmp_path):
     pairs = _pairs(3)
     good = tmp_path / "answers.csv"
-    pd.DataFrame({"pair_id": ["GB-0000", "GB-0000", "GB-0002"], "model": ["my-model"] * 3,
-                  "arm": ["male", "female", "male"], "answer": ["You crossed a line.", "Understandable.", "ok"]}
-                 ).to_csv(good, index=False)
+    pd.DataFrame({"pair_id": ["GB-0000", "GB-0000", "GB-0002", "GB-0002"], "model": ["my-model"] * 4,
+                  "arm": ["male", "female", "male", "female"],
+                  "answer": ["You crossed a line.", "Understandable.", "ok", "fine"]}).to_csv(good, index=False)
     frame = respond.import_responses(str(good), pairs)
-    assert list(frame.columns[: len(RESPONSES)]) == list(RESPONSES) and len(frame) == 3
+    assert list(frame.columns[: len(RESPONSES)]) == list(RESPONSES) and len(frame) == 4
     assert frame.prompt.iloc[1] == pairs.prompt_female.iloc[0] and (frame["sample"] == 0).all()
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"pair_id": ["GB-0000", "GB-9999", "GB-0001"], "model": ["m"] * 3,

@@ -3,8 +3,9 @@
 Text is normalised before it is checked (Unicode NFKC, invisible characters removed), so a
 gendered word cannot hide behind a zero-width space, a soft hyphen or full-width letters; a word
 is also read without its accents, so a combining mark ("wife" + U+0301, shown "wifé") hides nothing.
-Latin words written with Cyrillic or Greek look-alike letters are flagged in English text,
-and read back in Latin letters so the word they spell is checked too.
+Latin words written with Cyrillic or Greek look-alike letters, or with Latin ones that no normalisation
+turns back (the dotless ı of "hıs", ȷ, ɑ, ɡ, ɩ), are flagged in English text, and read back in plain Latin
+letters so the word they spell is checked too.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ INVISIBLE = frozenset("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b\u180c\u1
                       "\u3164\ufe00\ufe0f\ufeff\uffa0")
 # Cyrillic and Greek letters that look like Latin ones, read back as the Latin letter they imitate.
 LOOKALIKES: dict[str, str] = dict(zip(
-    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХІЈЅУԌαοροτιкνυΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijshdqwlABEKMHOPCTXIJSYGaoporikvuABEZHIKMNOPTYX"))
+    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХІЈЅУԌαοροτιкνυΑΒΕΖΗΙΚΜΝΟΡΤΥΧıȷɑɡɩ",
+    "aeopcyxijshdqwlABEKMHOPCTXIJSYGaoporikvuABEZHIKMNOPTYXijagi"))
 
 _TITLE = re.compile(r"\b(Miss|Lord)\b\.?(?=\s+[A-Z])")
 _DATE_BEFORE = re.compile(r"\b(in|last|this|next|early|late|mid|since|until|till|by|of|through|from|to)[\s-]+$",
@@ -91,7 +92,7 @@ _DATE_AFTER = re.compile(r"^\s*\d")
 _LETTER = r"(?:[^\W\d_]|[\u0300-\u036f])"  # a letter, or a combining mark NFKC could not compose into one
 _WORD = re.compile(rf"[^\W\d_]{_LETTER}*(?:['’]{_LETTER}+)*['’]?")
 _CONTRACTION = re.compile(r"['’](s|d|ll|ve|re|m|t)?$")
-_NON_LATIN_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
+_LOOKALIKE_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0131\u0237\u0251\u0261\u0269]")
 
 
 def invisible_characters(text: str) -> list[str]:
@@ -126,9 +127,9 @@ def english_cues(text: str) -> list[str]:
     problems = [f"gendered title {m.group(0)!r}" for m in _TITLE.finditer(text)]
     for match in _WORD.finditer(text):
         word = match.group(0)
-        if _NON_LATIN_LETTER.search(word):
+        if _LOOKALIKE_LETTER.search(word):
             latin = "".join(LOOKALIKES.get(ch, ch) for ch in word)
-            odd = dict.fromkeys(_NON_LATIN_LETTER.findall(word))
+            odd = dict.fromkeys(_LOOKALIKE_LETTER.findall(word))
             letters = ", ".join(f"{ch!r} ({unicodedata.name(ch, '?')})" for ch in odd)
             problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin letters")
             word = latin

@@ -28,7 +28,7 @@ from gama_utils.bench import benchmark_figures, dataset_card, datasheet
 from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import cells_missing
 from gama_utils.bench.review import is_gender_problem
-from gama_utils.core.run_folders import atomic_write, file_sha256
+from gama_utils.core.run_folders import atomic_write, check_path, file_sha256
 from gama_utils.core.schema import require
 from gama_utils.paths import BENCHMARK, resolve
 
@@ -169,9 +169,11 @@ def publish(folder: str | Path, target: str | Path = BENCHMARK, *, drops: pd.Dat
     """Copy a written benchmark folder to data/gama_bench (or `target`), file by file, atomically.
 
     Refuses (IncompleteBenchmarkError, nothing copied) a benchmark with an empty grid cell, or with
-    dropped templates unless allow_drops; `drops` is the frame of `dropped_templates`.
+    dropped templates unless allow_drops; `drops` is the frame of `dropped_templates`; and (RunFolderError, naming
+    the link) a file of the folder that is a symbolic link to somewhere outside it.
     """
     folder, target = resolve(folder), resolve(target)
+    sources = [check_path(folder / name, folder) for name in BENCHMARK_FILES]    # no link feeds the release
     problems = manifest_problems(folder)
     if problems:
         raise ValueError(f"benchmark folder {folder} is inconsistent: {'; '.join(problems)}")
@@ -179,7 +181,7 @@ def publish(folder: str | Path, target: str | Path = BENCHMARK, *, drops: pd.Dat
     refused = completeness_problems(pairs, drops, allow_drops=allow_drops)
     if refused:
         raise IncompleteBenchmarkError(f"refusing to publish {folder} to {target}: " + " | ".join(refused))
-    written = [atomic_write(target / name, (folder / name).read_bytes()) for name in BENCHMARK_FILES]
+    written = [atomic_write(target / source.name, source.read_bytes()) for source in sources]
     for path in written:
         path.chmod(0o644)
     return written

@@ -294,8 +294,8 @@ def emphatic_capital_spans(text: str) -> list[tuple[int, int]]:
     """Where the narrator writes a word in capitals for emphasis ("I was SO careful"), as (start, end) in `text`.
 
     Quoted speech and writing (double quotes, or single quotes around a phrase), placeholders, ACRONYMS
-    (currency codes and prefixes such as NZ$ included) and runs of three or more capitalised words (a sign: FRIDGES AND FREEZERS
-    ONLY) don't count.
+    (currency codes and prefixes such as NZ$ included) and runs of three or more capitalised words (a sign:
+    FRIDGES AND FREEZERS ONLY) don't count.
     """
     skipped = [m.span() for pattern in (_QUOTED, _SINGLE_QUOTED, _PLACEHOLDER, _CAPITAL_RUN)
                for m in pattern.finditer(text)]

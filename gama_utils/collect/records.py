@@ -34,7 +34,19 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     rows = _csv_rows(text, file.name) if file.suffix.lower() == ".csv" else _jsonl_rows(text, file.name)
     if not rows:
         raise RecordError(f"{file.name}: no rows (only a header)")
+    _refuse_nul(rows, file.name)
     return rows
+
+
+def _refuse_nul(rows: list[dict[str, Any]], name: str) -> None:
+    """RecordError naming row and field of the first text holding a NUL byte (no text answer holds one: a binary
+    file, or a sign of a broken export)."""
+    for number, row in enumerate(rows, start=1):
+        for field, value in row.items():
+            for part, text in (("name", field), ("value", value)):
+                if isinstance(text, str) and "\x00" in text:
+                    raise RecordError(f"{name} row {number}: field {field!r} holds a NUL byte (\\x00) in its {part} "
+                                      f"at character {text.index(chr(0)) + 1}; remove it (a text never holds one)")
 
 
 def _decode(raw: bytes, name: str) -> str:
@@ -48,6 +60,13 @@ def _decode(raw: bytes, name: str) -> str:
 
 def _csv_rows(text: str, name: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        where = ", ".join(f"{c!r} (columns {', '.join(str(i + 1) for i, h in enumerate(header) if h == c)})"
+                          for c in twice)
+        raise RecordError(f"{name}: the header names a column more than once: {where}; only one can be read, so "
+                          "rename or drop the others")
     rows = []
     for number, row in enumerate(reader, start=1):
         if None in row:
@@ -62,13 +81,28 @@ def _jsonl_rows(text: str, name: str) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as err:
             raise RecordError(f"{name} line {number}: not valid JSON ({err.msg} at column {err.colno})") from None
+        except _DuplicateKey as err:
+            raise RecordError(f"{name} line {number}: field {err.args[0]!r} appears more than once in the object; "
+                              "only one can be read, so rename or drop the others") from None
         if not isinstance(record, dict):
             raise RecordError(f"{name} line {number}: expected a JSON object, got {type(record).__name__}")
         rows.append(record)
     return rows
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names a key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise _DuplicateKey(twice)
+    return dict(pairs)
 
 
 def is_missing(value: Any) -> bool:

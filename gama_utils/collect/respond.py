@@ -94,8 +94,16 @@ def build_requests(pairs: pd.DataFrame, models: Iterable[str | dict | llm.ModelS
     return requests
 
 
+COLLECTED = ("group", "cached", "usage_estimated", "response_model", "system_fingerprint")
+
+
 def responses_frame(results: Sequence[llm.Result]) -> pd.DataFrame:
-    """Results → the responses frame (schema.RESPONSES), one row per request, sorted by key."""
+    """Results → the responses frame (schema.RESPONSES), one row per request, sorted by key.
+
+    Beyond the schema (COLLECTED): group, cached, usage_estimated (the server's token usage was missing or
+    implausible, so the tokens are the conservative bound the answer was charged), and the answering model's
+    name and system_fingerprint as the server reported them.
+    """
     rows = []
     for r in results:
         tag = r.tag
@@ -104,8 +112,9 @@ def responses_frame(results: Sequence[llm.Result]) -> pd.DataFrame:
                      "answer": r.text if r.text is not None else "", "reasoning": r.reasoning,
                      "finish_reason": r.finish_reason, "input_tokens": r.input_tokens,
                      "output_tokens": r.output_tokens, "latency_s": r.latency_s, "error": r.error,
-                     "cached": r.cached, "simulated": bool(r.simulated)})
-    frame = pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
+                     "cached": r.cached, "simulated": bool(r.simulated), "usage_estimated": bool(r.usage_estimated),
+                     "response_model": r.response_model, "system_fingerprint": r.system_fingerprint})
+    frame = pd.DataFrame(rows, columns=[*RESPONSES, *COLLECTED])
     return frame.sort_values(["model", "pair_id", "arm", "sample"], kind="stable").reset_index(drop=True)
 
 
@@ -136,7 +145,8 @@ def answer_status(responses: pd.DataFrame) -> pd.Series:
 
 
 def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
-    """Per model: n, failed / empty / truncated / refused counts, tokens, cost (USD), latency (mean, p95, max).
+    """Per model: n, failed / empty / truncated / refused counts, tokens, answers charged an estimate of their
+    usage (`usage_estimated`: the server's was missing or implausible), cost (USD), latency (mean, p95, max).
 
     The cost is None for a model the registry cannot price (an imported model name, an inline spec).
     """
@@ -147,13 +157,15 @@ def response_summary(responses: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": model, "n": len(group),
                      **{s: int((group.status == s).sum()) for s in ("failed", "empty", "truncated", "refused")},
                      "input_tokens": tokens_in, "output_tokens": tokens_out,
+                     "usage_estimated": int(group["usage_estimated"].fillna(False).astype(bool).sum())
+                     if "usage_estimated" in group else 0,
                      "cost_usd": _cost(model, tokens_in, tokens_out),
                      **_latency(group["latency_s"]), "simulated": bool(group.simulated.any())})
     return pd.DataFrame(rows)
 
 
 LAYER_STATS = ("requests", "cached", "answered", "errors", "retries", "rate_limited", "server_errors",
-               "transport_errors", "malformed", "wall_s")
+               "transport_errors", "malformed", "usage_estimated", "wall_s")
 
 
 def layer_stats(responses: pd.DataFrame) -> pd.DataFrame:
@@ -222,8 +234,9 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
 
     Errors name the file, row and field (rows counted from 1): bad encoding, an empty file, a broken
     JSONL line, a missing column, an unknown pair_id or arm, an empty model, an answer that is not
-    text, a sample that is not a whole number, and rows that duplicate a model × pair × arm × sample
-    once their values are read.
+    text, a sample that is not a whole number, rows that duplicate a model × pair × arm × sample
+    once their values are read, a NUL byte in any field, a column named twice, and a model × pair × sample
+    with only one of the male and female answers.
     """
     from gama_utils.collect.records import is_missing, read_records, whole_number
     from gama_utils.paths import resolve
@@ -270,14 +283,31 @@ def import_responses(path: str, pairs: pd.DataFrame | None = None, simulated: bo
                      "sample": sample, "prompt": prompt, "prompt_hash": prompt_hash(prompt), "answer": answer,
                      "reasoning": _text(record.get("reasoning")), "finish_reason": _text(record.get("finish_reason")),
                      "input_tokens": None, "output_tokens": None, "latency_s": None, "error": None, "cached": False,
-                     "simulated": simulated})
+                     "simulated": simulated, "usage_estimated": False, "response_model": None,
+                     "system_fingerprint": None})
+    problems = problems or _lone_arms(seen, file.name)
     if problems:
         more = len(problems) - MAX_PROBLEMS_SHOWN
         raise ValueError("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; and {more} more" if more > 0 else ""))
-    frame = pd.DataFrame(rows, columns=[*RESPONSES, "group", "cached"])
+    frame = pd.DataFrame(rows, columns=[*RESPONSES, *COLLECTED])
     frame.attrs["imported_from"] = {"file": file.name, "rows": len(rows), "sha256": run_folders.file_sha256(file),
                                     "models": sorted(frame["model"].unique().tolist())}
     return frame
+
+
+def _lone_arms(seen: dict[tuple, int], name: str) -> list[str]:
+    """Every model × pair × sample of an import that lacks the male or the female answer (the gap needs both)."""
+    arms: dict[tuple, dict[str, int]] = {}
+    for (model, pair_id, arm, sample), number in seen.items():
+        arms.setdefault((model, pair_id, sample), {})[arm] = number
+    problems = []
+    for (model, pair_id, sample), found in arms.items():
+        lacking = [a for a in ("male", "female") if a not in found]
+        if lacking:
+            problems.append(f"{name} row {min(found.values())}: arm: pair_id {pair_id!r} of model {model!r} "
+                            f"(sample {sample}) has no {' and no '.join(lacking)} answer, only {sorted(found)}; a "
+                            "gap compares the two arms of a pair, so add the missing answer or leave the pair out")
+    return problems
 
 
 def _text(value: object) -> str | None:

@@ -5,7 +5,8 @@ writes every parameter into the executed notebook, so a parameter whose name or 
 credential is refused before anything runs, and the error names the parameter, never its value. Names
 ending in `_env` hold the name of an environment variable (never its value) and `key_required` is a flag:
 both are safe. Every file of a run is checked for the values of the key variables its models use
-(`check_run_files`): a hit stops the run and names the file.
+(`check_run_files`), and so is the response cache, in every form a server could echo a key (raw, base64,
+base64url, URL-encoded, without its prefix: llm.redaction): a hit stops the run and names the file.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from gama_utils import paths
+from gama_utils.llm.cache import DEFAULT_PATH
+from gama_utils.llm.redaction import MIN_SECRET_CHARS, key_forms
+
 SAFE_NAMES = ("key_required",)
 SAFE_SUFFIX = "_env"
-MIN_SECRET_CHARS = 12  # shorter values ("EMPTY", "none", "x") are placeholders, not keys to look for
 _NAME_WORDS = {"key", "apikey", "token", "secret", "secrets", "password", "passwd", "pwd", "credential",
                "credentials", "auth", "authorization", "bearer", "accesstoken"}
 _KNOWN_KEY = re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk|pk)[-_][A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
@@ -112,12 +116,13 @@ def key_values(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def files_holding(folder: Path, secrets: Iterable[str]) -> list[Path]:
-    """The files under `folder` that contain any of `secrets` (also with / escaped as JSON writers do)."""
-    forms = {form for s in secrets for form in (s, s.replace("/", "\\/"), json.dumps(s)[1:-1])}
-    needles = sorted(form.encode("utf-8") for form in forms)
-    if not needles or not folder.is_dir():
+    """The files under `folder` (or the file `folder`) that contain any of `secrets` in any form a server could echo
+    (raw, JSON-escaped, without a prefix, base64, base64url, URL-encoded: redaction.key_forms)."""
+    needles = sorted({form.encode("utf-8") for s in secrets for form in key_forms(s)})
+    if not needles or not folder.exists():
         return []
-    return [path for path in sorted(folder.rglob("*")) if path.is_file() and _contains(path, needles)]
+    files = sorted(folder.rglob("*")) if folder.is_dir() else [folder]
+    return [path for path in files if path.is_file() and _contains(path, needles)]
 
 
 def _contains(path: Path, needles: list[bytes]) -> bool:
@@ -133,13 +138,17 @@ def _contains(path: Path, needles: list[bytes]) -> bool:
 
 
 def check_run_files(run: Path) -> None:
-    """Stop (SecretInFileError naming the file) when a file of the run holds the value of a key variable that a
-    model of the run (manifest.json's "models") uses."""
+    """Stop (SecretInFileError naming the file) when a file of the run, or the response cache (responses.sqlite and
+    its -wal), holds the value of a key variable that a model of the run (manifest.json's "models") uses, in any
+    form (redaction.key_forms)."""
     manifest_path = Path(run) / "manifest.json"
     if not manifest_path.exists():
         return
     models = json.loads(manifest_path.read_text(encoding="utf-8")).get("models") or {}
-    hits = files_holding(Path(run), key_values(models))
+    secrets = key_values(models)
+    hits = files_holding(Path(run), secrets) if secrets else []
+    if secrets and not hits:
+        hits = [hit for path in sorted(paths.CACHE.glob(f"{DEFAULT_PATH}*")) for hit in files_holding(path, secrets)]
     if hits:
         raise SecretInFileError(f"{hits[0]}: holds the value of an API key the run uses; the run is stopped. "
                                 "Delete the file (or the key from it) and rotate the key")

@@ -8,10 +8,14 @@ by papermill or JupyterLab). The repository's own folders (the root, notebooks/,
 prompts/, configs/, tests/, benchmarks/, .git, anything inside them, and anything above the root) and the
 outputs folder's own outputs/, outputs/runs/ and outputs/cache/ are never a run folder, whatever the flag:
 a run writes executed notebooks, tables and a manifest into its folder and would overwrite them.
+Symbolic links do not get around this: a run folder holding a link that leads out of it is refused
+(`leaving_link`), and every write resolves its real path first and is refused, naming the link, when a
+link leads it into the repository's own folders (`link_problem`, `check_path`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -45,12 +49,13 @@ def anywhere_allowed() -> bool:
     return os.environ.get(ANYWHERE_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
-def run_dir(run: str | Path, anywhere: bool | None = None) -> Path:
+def run_dir(run: str | Path, anywhere: bool | None = None, links: bool = True) -> Path:
     """The folder of a run, refused (RunFolderError) where a run must never be written.
 
     A bare name lives under outputs/runs/; a relative path that starts with outputs/ is read under the
     outputs folder; any other relative path is read from the repository root. `anywhere` (default: the
     environment's GAMA_RUN_DIR_ANYWHERE) allows folders outside the outputs folder, never repository ones.
+    `links` (default): also refuse a folder holding a symbolic link that leads out of it (`leaving_link`).
     """
     text = str(run).strip()
     if not text or set(text) <= {".", "/", os.sep}:
@@ -70,7 +75,75 @@ def run_dir(run: str | Path, anywhere: bool | None = None) -> Path:
     problem = placement_problem(folder, anywhere_allowed() if anywhere is None else anywhere)
     if problem:
         raise RunFolderError(problem)
+    if links:
+        problem = leaving_link(folder)
+        if problem:
+            raise RunFolderError(problem)
     return folder
+
+
+def leaving_link(folder: Path) -> str | None:
+    """The first symbolic link in the run folder or its sub-folders that leads out of it (or into the repository).
+
+    A run writes notebooks/, tables/, figures/ and its frames below its folder; a link among them
+    (notebooks -> the repository's notebooks/, tables -> data/gama_bench) would make those writes overwrite
+    files elsewhere, so the run is refused before anything is written.
+    """
+    if not folder.is_dir():
+        return link_problem(folder)
+    real = _real(folder)
+    entries = list(os.scandir(folder))
+    for entry in list(entries):
+        if entry.is_dir(follow_symlinks=False):
+            entries += os.scandir(entry.path)           # the run's own folders: notebooks/, tables/, figures/
+    for entry in entries:
+        if entry.is_symlink():
+            target = _real(Path(entry.path))
+            if not _inside(target, real) or _repository_zone(target):
+                return (f"{entry.path} is a symbolic link to {target}, outside the run folder {folder}: a run's "
+                        "writes through it would land there; replace the link by a folder or a copy")
+    return None
+
+
+def _repository_zone(real: Path) -> str | None:
+    """The repository folder a real path lies in ('' for the root itself or anything above it), else None."""
+    root = _real(paths.ROOT)
+    if real == root or _inside(root, real):
+        return ""
+    return next((name for name in REPOSITORY_FOLDERS if _inside(real, root / name)), None)
+
+
+def _links(path: Path) -> list[Path]:
+    """The components of an absolute path, from the root down, that are symbolic links."""
+    return [p for p in (*reversed(path.parents), path) if p.is_symlink()]
+
+
+def link_problem(path: str | Path, folder: str | Path | None = None) -> str | None:
+    """Why `path` may not be written (or read for a published file) through the symbolic links on its way: its
+    real place is outside `folder` (when given), or a link leads it into one of the repository's own folders
+    (notebooks/, data/, ...) from outside that folder; None when it may go.
+    """
+    lexical = Path(os.path.abspath(Path(path).expanduser()))
+    links = _links(lexical)
+    if folder is not None and not _inside(_real(lexical), _real(Path(folder))):
+        link = links[0] if links else lexical
+        return (f"{link} is a symbolic link that leads {lexical.name} to {_real(lexical)}, outside {folder}; "
+                "replace the link by a folder or a copy")
+    for link in links:
+        zone = _repository_zone(_real(link))
+        if zone and _repository_zone(_real(link.parent) / link.name) != zone:
+            return (f"{link} is a symbolic link into the repository's own {zone}/ folder ({_real(link)}): writing "
+                    f"{lexical} through it would overwrite the repository's files; replace the link by a folder "
+                    "or a copy")
+    return None
+
+
+def check_path(path: str | Path, folder: str | Path | None = None) -> Path:
+    """`path`, or RunFolderError (naming the link) when `link_problem` refuses it."""
+    problem = link_problem(path, folder)
+    if problem:
+        raise RunFolderError(problem)
+    return Path(path)
 
 
 def placement_problem(folder: Path, anywhere: bool = False) -> str | None:
@@ -109,21 +182,31 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def atomic_write(path: Path, data: str | bytes) -> Path:
-    """Write a file so that a crash leaves either the old or the new content, never a torn one."""
+    """Write a file so that a crash leaves either the old or the new content, never a torn one.
+
+    Refused (RunFolderError, nothing written) when a symbolic link leads it into the repository's own folders
+    (`link_problem`); a failed write (a full disk) removes its temporary file and leaves the old content.
+    """
+    check_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     return path
 
 
 def plumbing_check(run: str | Path) -> bool:
     """Whether the run used a plumbing-check model (a tiny real model whose answers are meaningless)."""
-    path = run_dir(run) / "manifest.json"
+    path = run_dir(run, links=False) / "manifest.json"
     return path.exists() and bool(json.loads(path.read_text(encoding="utf-8")).get("plumbing_check"))
 
 

@@ -11,7 +11,8 @@
 Modules: registry (ModelSpec, configs/models.yaml), request (Request, Result, cache key, thinking split),
 cache (SQLite), writer (cache writer thread), leases (no request paid twice across processes), limits
 (Budget, rate limiter, resizable concurrency), pacing (per-model limits learned from the server),
-classify (Retry-After, rate-limit headers, error bodies), transport (aiohttp / openai SDK), client
+classify (Retry-After, rate-limit headers, error bodies), redaction (API keys in every form a server
+could echo them, blanked out before anything is written), transport (aiohttp / openai SDK), client
 (run, arun, register_backend, and the Sender that sends what is not cached), structured (JSON answers
 validated and re-asked), batch.
 """

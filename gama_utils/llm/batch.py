@@ -39,8 +39,9 @@ from tqdm.auto import tqdm
 from gama_utils import paths
 from gama_utils.llm.cache import Cache
 from gama_utils.llm.errors import ConfigError
+from gama_utils.llm.redaction import Redactor
 from gama_utils.llm.registry import ModelSpec, check_ready, resolve_model
-from gama_utils.llm.request import Prepared, Request, Result, prepare, read_completion
+from gama_utils.llm.request import Prepared, Request, Result, charged_usage, prepare, read_completion
 
 MAX_LINES = 50_000
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -191,9 +192,12 @@ def ingest(output_jsonl: str | os.PathLike, requests: Iterable[Request] | dict[s
         except (KeyError, IndexError, TypeError, AttributeError):
             errors[key] = "answer without choices"
             continue
-        meta = {"via": "batch", "batch_id": batch_id, "id": body.get("id"), "response_model": body.get("model"),
-                "alias": item.spec.alias}
-        rows.append((item, Result(key=key, **parsed), meta))
+        result = Redactor([item.spec.api_key()]).result(Result(key=key, **parsed))
+        result.input_tokens, result.output_tokens, result.usage_estimated = charged_usage(item, result)
+        meta = {"via": "batch", "batch_id": batch_id, "id": body.get("id"), "response_model": result.response_model,
+                "alias": item.spec.alias, "system_fingerprint": result.system_fingerprint,
+                "usage_estimated": result.usage_estimated}
+        rows.append((item, result, meta))
     stored = cache.put_many(rows)
     return {"answers": len(rows), "stored": stored, "errors": errors, "unknown": unknown}
 

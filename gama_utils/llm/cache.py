@@ -82,7 +82,7 @@ CREATE TABLE IF NOT EXISTS batch_items (
 );
 CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key);
 """
-_COLUMNS = "key, text, reasoning, finish_reason, input_tokens, output_tokens, latency_s"
+_COLUMNS = "key, text, reasoning, finish_reason, input_tokens, output_tokens, latency_s, meta"
 _INSERT = ("INSERT OR IGNORE INTO responses (key, provider, model, endpoint, sample, content_hash, body, text, "
            "reasoning, finish_reason, input_tokens, output_tokens, latency_s, meta, created_at, server) "
            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -144,9 +144,14 @@ class Cache:
 
     @staticmethod
     def _result(row: tuple) -> Result:
-        key, text, reasoning, finish, n_in, n_out, latency = row
+        key, text, reasoning, finish, n_in, n_out, latency, meta = row
+        extra = json.loads(meta) if meta else {}
+        model, fingerprint = extra.get("response_model"), extra.get("system_fingerprint")
         return Result(key=key, text=text, reasoning=reasoning, finish_reason=finish, input_tokens=n_in,
-                      output_tokens=n_out, latency_s=latency, cached=True)
+                      output_tokens=n_out, latency_s=latency, cached=True,
+                      usage_estimated=bool(extra.get("usage_estimated")),
+                      response_model=model if isinstance(model, str) else None,
+                      system_fingerprint=fingerprint if isinstance(fingerprint, str) else None)
 
     def get(self, key: str) -> Result | None:
         """The cached Result for a key (cached=True), or None."""
@@ -207,7 +212,11 @@ class Cache:
         return dict(zip(("rpm", "tpm", "source", "updated_at"), row)) if row else None
 
     def save_learned_limit(self, spec: ModelSpec, rpm: float | None, tpm: float | None, source: str) -> None:
-        """Keep a learned rate limit for the next run."""
+        """Keep a learned rate limit for the next run; rpm None forgets the saved one (a run went past it)."""
+        if rpm is None:
+            self.connection().execute("DELETE FROM learned_limits WHERE provider = ? AND model = ? AND server = ?",
+                                      (spec.provider, spec.model, server_id(spec)))
+            return
         self.connection().execute("INSERT OR REPLACE INTO learned_limits VALUES (?,?,?,?,?,?,?)",
                                   (spec.provider, spec.model, server_id(spec), rpm, tpm, source, time.time()))
 

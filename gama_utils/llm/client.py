@@ -47,6 +47,7 @@ from gama_utils.llm.errors import BudgetExceeded, ConfigError, QuotaExhausted, R
 from gama_utils.llm.leases import LEASE_TTL_S, Leases
 from gama_utils.llm.limits import Budget
 from gama_utils.llm.pacing import DEFAULT_CONCURRENCY, Pacer
+from gama_utils.llm.redaction import Redactor
 from gama_utils.llm.registry import (
     ModelSpec,
     backend,
@@ -56,7 +57,7 @@ from gama_utils.llm.registry import (
     resolve_model,
     token_prices,
 )
-from gama_utils.llm.request import Prepared, Request, Result, prepare, read_completion, server_id
+from gama_utils.llm.request import Prepared, Request, Result, charged_usage, prepare, read_completion, server_id
 from gama_utils.llm.transport import TransportFailure, make_transport
 from gama_utils.llm.writer import CacheWriter
 
@@ -91,7 +92,7 @@ class Job:
             "requests": len(self.requests), "simulated": 0, "cached": 0, "answered_elsewhere": 0, "to_send": 0,
             "answered": 0, "errors": 0, "not_sent": 0, "attempts": 0, "retries": 0, "rate_limited": 0,
             "server_errors": 0, "transport_errors": 0, "malformed": 0, "rate_cuts": 0, "concurrency_cuts": 0,
-            "rate_limit_wait_s": 0.0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+            "rate_limit_wait_s": 0.0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "usage_estimated": 0}
         self._noted = 0.0
         self.bar = tqdm(total=len(self.requests), desc=desc or "llm", unit="req", disable=not progress,
                         smoothing=0.1, mininterval=0.5, dynamic_ncols=True)
@@ -355,6 +356,7 @@ class _Model:
     def __init__(self, spec: ModelSpec, pacer: Pacer):
         self.spec = spec
         self.key = spec.api_key()
+        self.redact = Redactor([self.key])    # the Sender gives every model the run's keys (all in use)
         self.transport = make_transport(spec)
         self.prices = token_prices(spec) or (0.0, 0.0)     # per token, once per run (a cap refuses unpriced models)
         self.pacer = pacer
@@ -363,10 +365,10 @@ class _Model:
         self.more = asyncio.Event()
 
     def scrub(self, text: str) -> str:
-        """Text with the API key and key-like tokens blanked out."""
+        """Text with the API key (in every form a server could echo it) and key-like tokens blanked out."""
         if self.key:
             text = text.replace(self.key, "***")
-        return _SECRET_LIKE.sub("***", text)
+        return _SECRET_LIKE.sub("***", self.redact(text))
 
 
 class Sender:
@@ -400,6 +402,9 @@ class Sender:
             self.budget.check_priced(list(specs.values()))
         check_ready(list(specs.values()), registry=self.job.registry)
         self.models = {name: _Model(spec, self._pacer(spec)) for name, spec in specs.items()}
+        redact = Redactor([model.key for model in self.models.values()])
+        for model in self.models.values():
+            model.redact = redact
         by_key = {item.key: (self.models[name], item) for name, items in by_model.items() for item in items}
         if self.cache is not None:
             self.leases = Leases(self.cache, self.job.lease_ttl_s)
@@ -488,7 +493,7 @@ class Sender:
         for model in self.models.values():
             pacer = model.pacer
             per_model[model.spec.alias] = summary = pacer.summary()
-            learned = pacer.learned()
+            learned = pacer.learned()                  # rpm None: forget the saved limit (the run went past it)
             if learned is not None:
                 summary["learned"] = learned
                 if self.cache is not None:
@@ -722,12 +727,16 @@ class Sender:
     def _answered(self, model: _Model, item: Prepared, parsed: dict[str, Any], data: dict[str, Any],
                   latency: float, attempt: int, reserved_cost: float, sent_at: float,
                   headers: Mapping[str, str]) -> None:
-        result = Result(key=item.key, latency_s=latency, attempts=attempt, **parsed)
+        result = model.redact.result(Result(key=item.key, latency_s=latency, attempts=attempt, **parsed))
+        n_in, n_out, estimated = charged_usage(item, result)
+        result.input_tokens, result.output_tokens, result.usage_estimated = n_in, n_out, estimated
+        if estimated:
+            self.stats["usage_estimated"] += 1
         if self.writer is not None:
-            self.writer.add(item, result, {"response_model": data.get("model"), "id": data.get("id"),
+            self.writer.add(item, result, {"response_model": result.response_model, "id": model.redact(data.get("id")),
                                            "alias": model.spec.alias, "attempts": attempt,
-                                           "system_fingerprint": data.get("system_fingerprint")})
-        n_in, n_out = result.input_tokens or 0, result.output_tokens or 0
+                                           "system_fingerprint": result.system_fingerprint,
+                                           "usage_estimated": estimated})
         cost = n_in * model.prices[0] + n_out * model.prices[1]
         if self.budget is not None:
             self._settle(self.budget, item, reserved_cost, n_in + n_out, cost)

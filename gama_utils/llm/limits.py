@@ -18,7 +18,9 @@ class Budget:
     `max_requests` counts HTTP attempts, retries included. `max_tokens` counts input + output tokens
     as reported by the server, and reserves each in-flight request's worst case (input estimate plus
     its max_tokens, or 4,096 output tokens when the request sets none) so the cap holds before the
-    answers are back. `max_cost_usd` does the same in dollars at the registry prices; a model
+    answers are back. Reported usage counts only when plausible (request.charged_usage); otherwise an answer
+    is charged its reservation's bound, so a server that omits, negates or garbles usage cannot under-count.
+    `max_cost_usd` does the same in dollars at the registry prices; a model
     without prices is refused before anything is sent. Cached answers cost nothing. A Budget object
     keeps counting across the runs it is passed to.
     """

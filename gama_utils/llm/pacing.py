@@ -18,8 +18,20 @@ Without one, the rate is learned:
   while the rate is what holds requests back,
   it grows by 10% a second up to 90% of that admitted rate and by 1% a second beyond (AIMD on
   the rate). Other isolated 429s (a busy provider) delay only their own request;
+- a busy provider is told apart from a limit: every cut is a trial, judged on the replies to the
+  next 80 requests sent after it. If the share of 429s fell (a two-proportion z of at least 2.5)
+  the cut met a limit, and its rate is the limit found; if not, the 429s come at any pace: the cut
+  is undone (the rate restored) and the share after it joins the background share of 429s,
+  estimated at paces the server admits. 429s within that background share (mean + 3 standard
+  deviations) neither cut nor hold the pace, nor keep it from growing, and the whole model is held
+  only for frequent 429s and only for the shortest Retry-After among them (a busy provider's long
+  Retry-After delays its own request only);
 - from a limit saved by an earlier run for the same provider, model and server: the run starts
-  at 98% of it and keeps adapting (growing by 1% a second near it).
+  at 98% of it and keeps adapting; the saved limit is not taken as met (the pace grows past it as
+  after any calm, so it is probed upward again, and paces up to it count as admitted for the
+  background share). While a cut is on trial only frequent 429s cut again. A limit is saved only
+  on strong evidence: announced in headers, or found by at least two cuts that each lowered the
+  share of 429s; a saved limit that a run goes past without meeting it again is forgotten.
 
 Requests in flight. A fixed `concurrency` stays fixed. Otherwise the limit starts at 16 and grows
 by one per answer (doubling per round trip) up to the maximum (64 by default) while latency per
@@ -32,14 +44,17 @@ the server's queue. Afterwards it grows by one per round trip while latency is f
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gama_utils.llm.classify import RateHeaders, rate_headers
 from gama_utils.llm.limits import ConcurrencyLimit, RateLimiter
 
+log = logging.getLogger(__name__)
 DEFAULT_CONCURRENCY = 64          # the most requests in flight per model when none is given
 INITIAL_CONCURRENCY = 16          # where an adaptive limit starts (slow start doubles it each round trip)
 HEADER_MARGIN = 0.98              # pace at 98% of a limit the server announces
@@ -53,7 +68,25 @@ FREQUENT = 0.10                   # 429s for at least this share of the last sec
 FEW_SENT = 24                     # ... counting at least this many requests, so a few random 429s are no signal
 SHARE_SPAN = 500                  # the run's usual share of 429s is averaged over about this many replies
 MIN_RATE = 1 / 60                 # requests per second: never slower than one a minute
+TRIAL_REPLIES = 80                # replies to requests sent after a cut that judge whether the cut helped
+HELPED_Z = 2.5                    # a cut helped when the share of 429s fell by this many standard errors
+ADMITTED = 1.05                   # paces up to this much above the last helpful cut's count as admitted
+STRONG = 2                        # cuts that each helped before a limit learned from 429s is saved for later runs
 FORGET = 1.001                    # the fastest latency per token seen is forgotten by 0.1% per answer
+
+
+@dataclass
+class Trial:
+    """A cut of the rate on trial: the share of 429s before it, and the replies to requests sent after it."""
+
+    since: float                      # when the cut was made
+    rate: float                       # the rate before it
+    share: float                      # the share of 429s among the replies before it ...
+    replies: int                      # ... out of this many
+    target: float                     # the rate it set
+    drew: float | None                # the rate that drew 429s as known before it
+    n: int = 0                        # replies to requests sent after it
+    limited: int = 0                  # ... that were 429s
 
 
 class Pacer:
@@ -87,10 +120,10 @@ class Pacer:
         self._last_grow = 0.0
         self._last_cut = -1e9
         self._cut_due: float | None = None
-        self._drew_429: float | None = saved["rpm"] / 60.0 if saved.get("rpm") and not rpm else None
+        self._drew_429: float | None = None   # a saved limit is not taken as met: the run probes above it again
         self._sends: deque[float] = deque()
         self._rejected: deque[float] = deque()
-        self._limited: deque[float] = deque()
+        self._limited: deque[tuple[float, float]] = deque()     # (arrived, Retry-After) of the last second's 429s
         self._slow_start = not fixed
         self._latencies: deque[tuple[float, float]] = deque(maxlen=128)
         self._answers = 0
@@ -98,6 +131,16 @@ class Pacer:
         self._ratio = 1.0
         self._floor = float("inf")
         self._seen_headers: tuple[str | None, str | None] = (None, None)
+        self.background = 0.0                 # share of 429s the server answers at any pace (a busy provider)
+        self.cuts_helped = 0
+        self.cuts_undone = 0
+        self.found: float | None = None        # requests per second admitted when the last helpful cut was made
+        self._background_counts = [0.0, 0.0]   # 429s and replies at paces the server admits (at most `found`)
+        self._replies: deque[tuple[float, float, bool]] = deque()   # (arrived, sent, was a 429) of recent replies
+        self._trial: Trial | None = None                           # the last cut, until its replies judge it
+        self._saved_rpm: float | None = saved.get("rpm") if not rpm else None
+        if self._saved_rpm:
+            self.found = self._saved_rpm / 60.0    # paces up to a saved limit count as admitted (background)
 
     # ------------------------------------------------------------------ waiting for a turn
     async def turn(self, tokens: int) -> None:
@@ -145,8 +188,9 @@ class Pacer:
         now = sent_at + latency
         self.last_answer = now
         self._share_429 -= self._share_429 / SHARE_SPAN
+        self._reply(now, sent_at, False)
         self._read_headers(headers, now)
-        if self.requests is not None and now - self._last_429 > CALM_S and self.requests.busy(now):
+        if self.requests is not None and self.requests.busy(now) and self._calm(now):
             self._grow_rate(now)
         if not self.fixed:
             self._watch_latency(sent_at, latency / ((output_tokens or 0) + 32))
@@ -161,20 +205,29 @@ class Pacer:
         self.rate_limited += 1
         self._last_429 = now
         self._rejected.append(sent_at)
-        self._limited.append(now)
+        self._limited.append((now, retry_after if retry_after is not None else 60.0))
+        self._reply(now, sent_at, True)
         self._read_headers(headers, now)
         rate = self.rate()
         wait = min(retry_after if retry_after is not None else (1.0 / rate if rate else 1.0), 60.0)
         limited = self._limited
-        while limited[0] < now - WINDOW_S:
+        while limited[0][0] < now - WINDOW_S:
             limited.popleft()
         sent = sum(1 for t in self._sends if t >= now - WINDOW_S)
         self._share_429 += (1.0 - self._share_429) / SHARE_SPAN
-        expected = self._share_429 * sent                   # what the usual share of 429s would give
-        frequent = len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5)
-        above_learned = rate is not None and self._drew_429 is not None and rate > self._drew_429
-        if frequent or (above_learned and sent_at >= self._last_cut):
-            self.hold(now + wait, now)
+        expected = self._usual() * sent                             # what the usual share of 429s would give
+        frequent = len(limited) >= max(3.0, FREQUENT * max(sent, FEW_SENT), expected + 3.0 * expected ** 0.5 + 1.0)
+        above_learned = rate is not None and self._drew_429 is not None and rate > self._drew_429 \
+            and not self._background_explains(len(limited), sent)
+        # while a cut is on trial only frequent 429s cut again: isolated ones wait for the trial's verdict, which
+        # tells a limit from a busy provider (else a busy provider's 429s would ratchet the pace down cut by cut)
+        if frequent or (above_learned and sent_at >= self._last_cut and self._trial is None):
+            log.debug("429s read as a limit (%s): %d in the last second of %d sent, rate %s, hold %.2f s",
+                      "frequent" if frequent else "above the learned rate", len(limited), sent, rate, wait)
+            # frequent 429s hold the whole model for the limit's own reset (the shortest Retry-After of the last
+            # second's 429s), not for a busy provider's longer one; each request waits its own Retry-After
+            if frequent:
+                self.hold(now + min(wait, *(after for _, after in limited)), now)
             if sent_at >= self._last_cut and self._cut_due is None:
                 self._cut_due = now
         return wait
@@ -231,6 +284,7 @@ class Pacer:
         admitted = self._admitted(due)
         if admitted <= 0:
             return                                   # nothing got through: no rate to learn, Retry-After rules
+        admitted += self.background * sum(1 for t in self._sends if due - WINDOW_S <= t <= due) / WINDOW_S
         current = self.rate()
         if current is None:
             current = max(admitted, sum(1 for t in self._sends if t >= due - WINDOW_S) / WINDOW_S)
@@ -238,14 +292,88 @@ class Pacer:
         if self.requests is not None:                # 429s drawn at this very pace: the limit is below it
             admitted = min(admitted, current)
             target = min(target, current * CUT)
-        self._drew_429 = admitted
+        drew_before, self._drew_429 = self._drew_429, admitted
         if target >= current:
             return
+        before, replies = self._share(due - 2 * WINDOW_S, due)
         self._set_rate(target).restart(max(time.monotonic(), self.hold_until))
         self._pace += 1                              # requests booked at the old pace book again at the new one
-        self.source = "429" if self.source != "configured" else self.source
+        self.source = "429" if self.source not in ("configured", "saved") else self.source
         self.rate_cuts += 1
         self._last_cut = self._last_grow = time.monotonic()
+        log.debug("cut %.2f -> %.2f/s (admitted %.2f, 429 share before %s, background %.3f)", current, target,
+                  admitted, before, self.background)
+        if replies:
+            self._trial = Trial(since=self._last_cut, rate=current, share=before, replies=replies, target=target,
+                                drew=drew_before)
+
+    # ------------------------------------------------------------------ a busy provider or a limit?
+    def _reply(self, now: float, sent_at: float, limited: bool) -> None:
+        """Keep the last seconds of replies; count those of requests sent after the last cut for its trial."""
+        replies = self._replies
+        replies.append((now, sent_at, limited))
+        while replies[0][0] < now - 4 * WINDOW_S:
+            replies.popleft()
+        if self.found is not None and (self.rate() or 0.0) <= self.found * ADMITTED:
+            self._count_background(limited, 1)       # a pace the server admits: what 429s come now come at any pace
+        trial = self._trial
+        if trial is not None and sent_at >= trial.since:
+            trial.n += 1
+            trial.limited += int(limited)
+            if trial.n >= TRIAL_REPLIES:
+                self._judge_cut(trial)
+
+    def _share(self, start: float, end: float) -> tuple[float, int]:
+        """The share of 429s among the replies to requests sent between `start` and `end`, and how many replies."""
+        outcomes = [limited for _, sent, limited in self._replies if start <= sent <= end]
+        return (sum(outcomes) / len(outcomes) if outcomes else 0.0), len(outcomes)
+
+    def _judge_cut(self, trial: Trial) -> None:
+        """A cut after which the share of 429s fell (two-proportion z >= HELPED_Z) met a limit: the rate admitted then
+        is the limit found. One after which it did not met a busy provider: it is undone (the rate restored, the
+        limit it assumed forgotten) and the share after it is the background share of 429s at any pace.
+        """
+        self._trial = None
+        before, after, n1, n2 = trial.share, trial.limited / trial.n, trial.replies, trial.n
+        pooled = (before * n1 + after * n2) / (n1 + n2)
+        spread = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)) ** 0.5
+        helped = spread > 0 and (before - after) / spread >= HELPED_Z
+        log.debug("cut from %.2f/s judged: 429 share %.3f of %d before, %.3f of %d after: %s", trial.rate, before,
+                  n1, after, n2, "helped" if helped else "undone")
+        self._count_background(trial.limited, n2)       # after a cut, helpful or not, the pace is one it admits
+        if helped:
+            self.cuts_helped += 1
+            # the limit lies between the pace that drew the 429s and the one at which they fell back
+            self.found = (trial.target + trial.rate) / 2
+            return
+        self.cuts_undone += 1
+        self._drew_429 = trial.drew                 # no limit was found there: what was known before stands
+        if self.rate() is not None and trial.rate > (self.rate() or 0.0):
+            self._set_rate(trial.rate).restart(max(time.monotonic(), self.hold_until))
+            self._pace += 1                          # requests booked at the cut's pace book again at this one
+
+    def _count_background(self, limited: float, replies: float) -> None:
+        counts = self._background_counts
+        counts[0] += limited
+        counts[1] += replies
+        if counts[1] >= TRIAL_REPLIES:
+            self.background = (counts[0] + 1.0) / (counts[1] + 2.0)   # never 0 from a few replies (Laplace)
+
+    def _usual(self) -> float:
+        """The share of 429s this server answers as a rule: the run's average, or the background once one is known."""
+        return max(self._share_429, self.background)
+
+    def _background_explains(self, limited: int, sent: int) -> bool:
+        """Whether `limited` 429s among `sent` requests are no more than the busy provider's background share."""
+        expected = self.background * sent
+        return limited <= expected + 3.0 * expected ** 0.5 + 0.5
+
+    def _calm(self, now: float) -> bool:
+        """No 429 for CALM_S, or no more than the background share of the replies in that time."""
+        if now - self._last_429 > CALM_S:
+            return True
+        recent = [limited for arrived, _, limited in self._replies if arrived >= now - CALM_S]
+        return self._background_explains(sum(recent), len(recent))
 
     def _grow_rate(self, now: float) -> None:
         if now - self._last_grow < 0.25:
@@ -255,7 +383,9 @@ class Pacer:
         current = self.rate()
         if current is None:
             return                                   # not paced: no rate to grow
-        near = self._drew_429 is not None and current >= 0.9 * self._drew_429
+        # the rate that drew 429s was measured with the busy provider's 429s counted as refused: without them it is
+        # higher by 1 / (1 - background)
+        near = self._drew_429 is not None and current >= 0.9 * self._drew_429 / (1.0 - min(self.background, 0.5))
         self._set_rate(current * (1.0 + (SLOW_GROWTH if near else FAST_GROWTH) * elapsed))
 
     def _read_headers(self, headers: Mapping[str, str], now: float) -> None:
@@ -318,17 +448,20 @@ class Pacer:
 
     # ------------------------------------------------------------------ reporting
     def learned(self) -> dict[str, Any] | None:
-        """The limit worth saving for the next run (rpm, tpm, source), or None if nothing was learned."""
-        if self.source not in ("headers", "429"):
-            return None
-        if self.source == "headers":
-            rpm = self.header_rpm
-        else:
-            rate = self._drew_429 or self.rate()
-            rpm = rate * 60.0 if rate is not None else None
-        if rpm is None:
-            return None
-        return {"rpm": round(rpm, 3), "tpm": self.header_tpm, "source": self.source}
+        """The limit worth saving for the next run (rpm, tpm, source), or None if nothing was learned.
+
+        Announced limits (headers) are saved; a limit learned from 429s only on strong evidence: at least STRONG
+        cuts that each lowered the share of 429s, the last of them too. A saved limit this run went past without
+        meeting it again is returned with rpm None: forget it (`forget`), the next run starts unpaced.
+        """
+        if self.source == "headers" and self.header_rpm:
+            return {"rpm": round(self.header_rpm, 3), "tpm": self.header_tpm, "source": "headers"}
+        if self.source in ("429", "saved") and self.cuts_helped >= STRONG and self.found is not None:
+            return {"rpm": round(self.found * 60.0, 3), "tpm": self.header_tpm, "source": "429"}
+        if self._saved_rpm and (self.cuts_undone or (self.peak_rate or 0.0) * 60.0 > self._saved_rpm * 1.02) \
+                and self.cuts_helped == 0:
+            return {"rpm": None, "tpm": None, "source": "forget"}
+        return None
 
     def summary(self) -> dict[str, Any]:
         """State for the run's stats."""
@@ -336,5 +469,6 @@ class Pacer:
         return {"concurrency": int(self.slots.limit), "max_concurrency": self.slots.maximum,
                 "rate_per_s": round(rate, 3) if rate else None, "limit_source": self.source,
                 "header_rpm": self.header_rpm, "header_tpm": self.header_tpm, "rate_limited": self.rate_limited,
-                "rate_cuts": self.rate_cuts, "concurrency_cuts": self.concurrency_cuts,
+                "rate_cuts": self.rate_cuts, "cuts_helped": self.cuts_helped, "cuts_undone": self.cuts_undone,
+                "background_429_share": round(self.background, 4), "concurrency_cuts": self.concurrency_cuts,
                 "rate_limit_wait_s": round(self.wait_s, 3)}

@@ -46,6 +46,7 @@ from gama_utils import paths
 from gama_utils.llm.errors import ConfigError
 
 REGISTRY_PATH = paths.CONFIGS / "models.yaml"
+DEFAULT_TIMEOUT_S = 1800.0   # per request: a long reasoning answer (tens of thousands of tokens) can take 20+ minutes
 INLINE_PREFIX = "openai-compatible:"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -66,13 +67,13 @@ class ModelSpec(BaseModel):
     endpoint: Literal["chat", "completions"] = "chat"
     thinking: bool | None = None
     decoding: dict[str, Any] = Field(default_factory=dict)
-    rpm: float | None = None
-    tpm: float | None = None
-    max_concurrency: int | None = None
-    timeout_s: float = 600.0
+    rpm: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tpm: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, gt=0, allow_inf_nan=False)
     transport: Literal["aiohttp", "sdk"] | None = None
-    price_input_per_m: float | None = None
-    price_output_per_m: float | None = None
+    price_input_per_m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    price_output_per_m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     paper_name: str | None = None
     group: str | None = None
     family: str | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from gama_utils.llm.registry import ModelSpec, is_local_kind, resolve_model
 
 KEY_VERSION = "gama-llm-v2"           # v2: the server (host and path of the base URL) is part of the key
 UNLIMITED_OUTPUT_TOKENS = 4096        # output tokens assumed for a request without max_tokens
+USAGE_MARGIN = (1.05, 16)             # reported output tokens up to limit × 1.05 + 16 are plausible
 _THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 _OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")
 
@@ -51,6 +53,9 @@ class Result:
     alias: str | None = None
     attempts: int = 0
     tag: Any = None
+    usage_estimated: bool = False
+    response_model: str | None = None
+    system_fingerprint: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -76,6 +81,11 @@ class Prepared:
     def est_tokens(self) -> int:
         """Input estimate plus the output limit (the way providers count against a token limit)."""
         return self.est_input_tokens + self.est_output_tokens
+
+    @property
+    def output_limit(self) -> int | None:
+        """The output limit the body sets (max_tokens or max_completion_tokens), or None."""
+        return next((int(self.body[k]) for k in _OUTPUT_LIMITS if self.body.get(k)), None)
 
 
 def transcript(messages: list[dict[str, Any]]) -> str:
@@ -181,6 +191,43 @@ def read_completion(data: dict[str, Any], endpoint: str) -> dict[str, Any]:
     text, thinking = split_thinking(_content_text(content))
     if isinstance(reasoning, str) and reasoning.strip():
         thinking = reasoning.strip() if thinking is None else f"{reasoning.strip()}\n\n{thinking}"
-    usage = data.get("usage") or {}
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    model, fingerprint = data.get("model"), data.get("system_fingerprint")
     return {"text": text, "reasoning": thinking, "finish_reason": choice.get("finish_reason"),
-            "input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens")}
+            "input_tokens": token_count(usage.get("prompt_tokens")),
+            "output_tokens": token_count(usage.get("completion_tokens")),
+            "response_model": model if isinstance(model, str) else None,
+            "system_fingerprint": fingerprint if isinstance(fingerprint, str) else None}
+
+
+def token_count(value: Any) -> int | None:
+    """A reported token count as a whole number ≥ 0; None (read as missing) for anything else (text, negative, NaN)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
+
+
+def charged_usage(item: Prepared, result: Result) -> tuple[int, int, bool]:
+    """(input, output tokens, estimated): the reported usage when plausible, else a conservative bound.
+
+    Plausible: both counts whole numbers ≥ 0, at least one token per 64 bytes of the prompt and of the answer
+    (so 0 for a real answer is not), and the output at most the request's output limit plus a margin
+    (USAGE_MARGIN). Otherwise the answer is charged what its reservation assumed: the input estimate from the
+    body's length (a third of its UTF-8 bytes + 8), and the output limit the request sets or, without one, the
+    larger of 4,096 and the answer's UTF-8 bytes (a token is at least a byte), so spend is never under-counted.
+    """
+    n_in, n_out = result.input_tokens, result.output_tokens
+    answer_bytes = len((result.text or "").encode("utf-8")) + len((result.reasoning or "").encode("utf-8"))
+    limit = item.output_limit
+    input_ok = n_in is not None and n_in >= len(item.body_json) // 64
+    output_ok = n_out is not None and n_out >= (answer_bytes + 63) // 64 and \
+        (limit is None or n_out <= limit * USAGE_MARGIN[0] + USAGE_MARGIN[1])
+    charged_in = n_in if input_ok and n_in is not None else item.est_input_tokens
+    bound_out = limit if limit is not None else max(UNLIMITED_OUTPUT_TOKENS, answer_bytes + 8)
+    charged_out = n_out if output_ok and n_out is not None else bound_out
+    return charged_in, charged_out, not (input_ok and output_ok)

@@ -22,6 +22,7 @@ from gama_utils.analysis.ablation import Comparison, short_name
 from gama_utils.analysis.gaps import PAPER_COMPARISON
 from gama_utils.core.grid import TRACKS
 from gama_utils.core.metrics import metric, metric_keys, with_direction
+from gama_utils.core.run_folders import check_path
 from gama_utils.core.schema import Absent, absent_track, passes_absent, require
 from gama_utils.report import tables
 
@@ -258,11 +259,11 @@ def save_figure(fig: Figure, directory: str | Path, name: str) -> dict[str, Path
     for text in fig.findobj(Text):
         text.set_parse_math(False)
     directory = Path(directory)
+    paths = {suffix: check_path(directory / f"{name}.{suffix}") for suffix in ("png", "pdf")}
     directory.mkdir(parents=True, exist_ok=True)
     note = tables.provenance_note(directory, simulated=False)
     if note:
         fig.text(0.5, 1.0, note, ha="center", va="bottom", fontsize=8, color="#a33", wrap=True)
-    paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("png", "pdf")}
     for suffix, path in paths.items():
         fig.savefig(path, dpi=200 if suffix == "png" else None, bbox_inches="tight")
     return paths

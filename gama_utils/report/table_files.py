@@ -22,7 +22,7 @@ import pandas as pd
 
 from gama_utils.core.escaping import csv_frame, latex_text, markdown_cell, markdown_text
 from gama_utils.core.metrics import by_label, metric, metric_keys
-from gama_utils.core.run_folders import plumbing_check
+from gama_utils.core.run_folders import check_path, plumbing_check
 
 DELTA = "Δ"
 SIMULATED_NOTE = "SIMULATED data (synthetic answers from the sim backend; not a finding)."
@@ -125,6 +125,7 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
     (a string or a list of them) follow the table in the Markdown and LaTeX files.
     """
     directory = Path(directory)
+    paths = {suffix: check_path(directory / f"{name}.{suffix}") for suffix in ("csv", "md", "tex")}
     directory.mkdir(parents=True, exist_ok=True)
     if simulated is None:
         own = "simulated" in table.columns and bool(table["simulated"].astype(bool).any())
@@ -132,7 +133,6 @@ def write_table(table: pd.DataFrame, directory: str | Path, name: str, caption: 
     caption = f"{provenance_note(directory, simulated)} {caption}".lstrip()
     notes = table.attrs.get("notes") or []
     notes = [notes] if isinstance(notes, str) else list(notes)
-    paths = {suffix: directory / f"{name}.{suffix}" for suffix in ("csv", "md", "tex")}
     flat = _flatten(table)
     if "simulated" not in flat.columns:
         flat["simulated"] = bool(simulated)

@@ -30,6 +30,7 @@ from gama_utils.core.run_folders import (
     ANYWHERE_ENV,
     RunFolderError,
     atomic_write,
+    check_path,
     run_dir,
 )
 from gama_utils.paths import NOTEBOOKS
@@ -59,6 +60,9 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
     import papermill
 
     out_dir = run_path / "notebooks"
+    notebooks = list(notebooks)
+    for nb in notebooks:                           # a link (notebooks/ -> the sources) is refused before any run
+        check_path(out_dir / nb.name, run_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     timings_path = run_path / "timings.json"
     timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
@@ -165,9 +169,13 @@ def _parse_override(text: str) -> tuple[str, object]:
     if not key:
         raise argparse.ArgumentTypeError("--set takes key=value; the key is empty")
     try:
-        return key, yaml.safe_load(value)
+        parsed = yaml.safe_load(value)
     except yaml.YAMLError:
         raise argparse.ArgumentTypeError(f"--set {key}: the value is not valid YAML") from None
+    if profiles.refers_to_itself(parsed):
+        raise argparse.ArgumentTypeError(f"--set {key}: the value refers to itself (a recursive YAML anchor such as "
+                                         "&a [*a]); write the value out")
+    return key, parsed
 
 
 def notebook_hygiene(path: Path) -> list[str]:

@@ -52,6 +52,23 @@ def load_profile(name: str) -> Profile:
     return profile
 
 
+def refers_to_itself(value: Any) -> bool:
+    """Whether a value read from YAML contains itself (a recursive anchor such as `&a [*a]`), which no parameter
+    can be: checking or writing it would recurse forever."""
+    def walk(item: Any, open_ids: set[int]) -> bool:
+        if not isinstance(item, (dict, list)):
+            return False
+        if id(item) in open_ids:
+            return True
+        open_ids.add(id(item))
+        children = item.values() if isinstance(item, dict) else item
+        found = any(walk(child, open_ids) for child in children)
+        open_ids.discard(id(item))
+        return found
+
+    return walk(value, set())
+
+
 def read_profile(name: str) -> tuple[Profile, list[str]]:
     """A profile made of its well-formed keys, and the problems with the others (file and key named)."""
     path = profile_path(name)
@@ -66,6 +83,8 @@ def read_profile(name: str) -> tuple[Profile, list[str]]:
     except yaml.YAMLError as err:
         return Profile(), [f"{where}: not valid YAML: {err}"]
     raw = {} if raw is None else raw
+    if refers_to_itself(raw):
+        return Profile(), [f"{where}: a value refers to itself (a recursive YAML anchor); write the value out"]
     if not isinstance(raw, dict):
         return Profile(), [f"{where}: a profile is a mapping of keys (description, parameters, notebooks, ...), not "
                            f"{type(raw).__name__}"]
