@@ -90,3 +90,15 @@ def test_the_dotless_i_look_alike_is_flagged():
     assert "look-alike letter(s) 'ı' (LATIN SMALL LETTER DOTLESS I) in 'hıs' (reads 'his'): write it in Latin " \
            "letters" in problems
     assert "gendered word 'his' outside a placeholder" in problems
+
+
+def test_the_dotless_i_of_a_turkish_place_name_is_a_letter_not_a_disguise():
+    from gama_utils.bench import lint
+
+    # the bank's emotional_blackmail-L1-emotional_venting-02 is set in Kadıköy; a Cyrillic 'е' still always counts
+    def look_alikes(text: str) -> list[str]:
+        return [p for p in lint.lint_template(text, "public") if "look-alike" in p]
+
+    assert look_alikes("We met in Kadıköy and then in Sarıyer. What should I do now?") == []
+    assert look_alikes("We met in Kadıköy near the sеa. What should I do now?") == [
+        "look-alike letter(s) 'е' (CYRILLIC SMALL LETTER IE) in 'sеa' (reads 'sea'): write it in Latin letters"]

@@ -3,9 +3,10 @@
 Text is normalised before it is checked (Unicode NFKC, invisible characters removed), so a
 gendered word cannot hide behind a zero-width space, a soft hyphen or full-width letters; a word
 is also read without its accents, so a combining mark ("wife" + U+0301, shown "wifé") hides nothing.
-Latin words written with Cyrillic or Greek look-alike letters, or with Latin ones that no normalisation
-turns back (the dotless ı of "hıs", ȷ, ɑ, ɡ, ɩ), are flagged in English text, and read back in plain Latin
-letters so the word they spell is checked too.
+Latin words written with Cyrillic or Greek look-alike letters are flagged in English text; Latin ones that no
+normalisation turns back (the dotless ı of "hıs", ȷ, ɑ, ɡ, ɩ) where the word they spell is a gender cue (the
+Turkish ı of a place name, Kadıköy, is a letter). Every such word is read back in plain Latin letters so the word
+it spells is checked too.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ _LETTER = r"(?:[^\W\d_]|[\u0300-\u036f])"  # a letter, or a combining mark NFKC 
 _WORD = re.compile(rf"[^\W\d_]{_LETTER}*(?:['’]{_LETTER}+)*['’]?")
 _CONTRACTION = re.compile(r"['’](s|d|ll|ve|re|m|t)?$")
 _LOOKALIKE_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0131\u0237\u0251\u0261\u0269]")
+_LATIN_LOOKALIKE = re.compile(r"[\u0131\u0237\u0251\u0261\u0269]")
 
 
 def invisible_characters(text: str) -> list[str]:
@@ -130,8 +132,14 @@ def english_cues(text: str) -> list[str]:
         if _LOOKALIKE_LETTER.search(word):
             latin = "".join(LOOKALIKES.get(ch, ch) for ch in word)
             odd = dict.fromkeys(_LOOKALIKE_LETTER.findall(word))
-            letters = ", ".join(f"{ch!r} ({unicodedata.name(ch, '?')})" for ch in odd)
-            problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin letters")
+            # Cyrillic and Greek letters in an English word are always a disguise; the Latin ones are letters of
+            # other languages too (the Turkish ı of Kadıköy), so they count where they hide a gender cue ("hıs").
+            disguise = any(not _LATIN_LOOKALIKE.match(ch) for ch in odd) or _is_gendered(_stem(latin)) \
+                or _is_gendered(_stem(without_accents(latin)))
+            if disguise:
+                letters = ", ".join(f"{ch!r} ({unicodedata.name(ch, '?')})" for ch in odd)
+                problems.append(f"look-alike letter(s) {letters} in {word!r} (reads {latin!r}): write it in Latin "
+                                "letters")
             word = latin
         stem = _stem(word)
         plain = without_accents(word)
