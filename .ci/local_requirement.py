@@ -1,7 +1,13 @@
 """Print the local extra's llama-cpp-python requirement from pyproject.toml (one definition, for make local-wheel)."""
 
-import tomllib
+import re
 from pathlib import Path
 
-extra = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]
-print(next(r for r in extra["optional-dependencies"]["local"] if r.startswith("llama-cpp-python")))
+text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the requirement is one quoted string of the local extra
+    print(re.search(r'"(llama-cpp-python[^"]*)"', text).group(1))
+else:
+    extra = tomllib.loads(text)["project"]["optional-dependencies"]["local"]
+    print(next(r for r in extra if r.startswith("llama-cpp-python")))
