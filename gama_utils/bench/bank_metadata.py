@@ -230,12 +230,17 @@ def place_mentions(text: str) -> list[tuple[str, str]]:
     A capitalised word at the start of a sentence is not read as a place (it may be an ordinary word).
     """
     by_name, pattern = _places()
-    found = []
-    for match in pattern.finditer(text):
-        if re.search(r"(^|[.!?]\s*[\"'“]?)\s*$", text[: match.start()]):
-            continue
-        found.append((match.group(1), by_name[match.group(1)]))
-    return found
+    return [(m.group(1), by_name[m.group(1)]) for m in pattern.finditer(text) if not _starts_sentence(text[:m.start()])]
+
+
+def _starts_sentence(before: str) -> bool:
+    """Whether a word after `before` starts a sentence: only spaces before it, or . ! ? (then a quote) and spaces."""
+    rest = before.rstrip()
+    if not rest:
+        return True
+    if rest[-1] in "\"'“":
+        rest = rest[:-1].rstrip()
+    return bool(rest) and rest[-1] in ".!?"
 
 
 def region_guess(text: str) -> str:

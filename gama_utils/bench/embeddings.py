@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -33,6 +34,7 @@ import pandas as pd
 DEFAULT_BACKEND = "tfidf"
 # Cosine thresholds above which two texts of a cell count as near-duplicates. TF-IDF's is the
 # project's authoring check; dense sentence embeddings put any two scenarios of one cell close.
+OFFLINE_BACKENDS = ("tfidf", "premise", "paraphrase")  # deterministic functions of the texts: their cosines are kept
 DEFAULT_THRESHOLDS = {"tfidf": 0.60, "premise": 0.30, "paraphrase": 0.80, "openai": 0.90, "minilm": 0.90}
 # Cross-bank premise threshold and why (the datasheet quotes CROSS_BANK_REASONING).
 CROSS_BANK_THRESHOLD = 0.30
@@ -184,9 +186,20 @@ def default_threshold(embedder: Backend) -> float:
 
 
 def cosine_matrix(texts: Sequence[str], embedder: str | Backend = DEFAULT_BACKEND) -> np.ndarray:
-    """Pairwise cosine similarities of `texts` under one backend."""
+    """Pairwise cosine similarities of `texts` under one backend (offline ones kept for the texts last asked:
+    the datasheet reads the same bank under each method several times)."""
+    if isinstance(embedder, str) and embedder in OFFLINE_BACKENDS:
+        return _offline_cosines(embedder, tuple(texts))
     vectors = _normalise(np.asarray(backend(embedder).embed(texts), dtype=float))
     return vectors @ vectors.T
+
+
+@lru_cache(maxsize=4)
+def _offline_cosines(name: str, texts: tuple[str, ...]) -> np.ndarray:
+    vectors = _normalise(np.asarray(backend(name).embed(texts), dtype=float))
+    cosines = vectors @ vectors.T
+    cosines.flags.writeable = False
+    return cosines
 
 
 def near_duplicates(ids: Sequence[str], texts: Sequence[str], threshold: float,
