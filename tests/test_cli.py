@@ -120,7 +120,7 @@ def test_check_of_an_unknown_profile_names_the_known_ones(capsys):
 
 
 def test_models_says_whether_the_key_is_set_never_the_key(monkeypatch, capsys):
-    secret = "sk-cli-SENTINEL-0123456789abcdef"
+    secret = "key-cli-SENTINEL-0123456789abcdef"  # shaped like tests/conftest.py FAKE_KEY, not a real key
     monkeypatch.setenv("DEEPSEEK_API_KEY", secret)
     monkeypatch.delenv("MINIMAX_API_KEY", raising=False)
     code, out, err = gama(capsys, "models")

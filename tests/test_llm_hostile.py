@@ -10,6 +10,7 @@ import json
 
 import pytest
 from fake_openai import FakeOpenAI
+from test_llm_money import _pairs
 
 from gama_utils import llm
 from gama_utils.collect import respond
@@ -110,16 +111,6 @@ def test_rows_say_usage_estimated_and_the_summary_counts_them(fake_openai, outpu
     again = respond.responses_frame(llm.run(requests, **FAST))            # from the cache: the same labels
     assert again["cached"].all() and again["usage_estimated"].all()
     assert (again["system_fingerprint"] == "fp_hostile").all()
-
-
-def _pairs(n):
-    import pandas as pd
-
-    return pd.DataFrame({"pair_id": [f"p{i}" for i in range(n)], "template_id": "t", "track": "intimate",
-                         "dimension": "d", "severity": "s", "style": "x", "relationship": "r",
-                         "prompt_male": [f"I am a man {i}." for i in range(n)],
-                         "prompt_female": [f"I am a woman {i}." for i in range(n)],
-                         "prompt_neutral": [f"I am a person {i}." for i in range(n)]})
 
 
 # --- prices and other numbers of a spec ------------------------------------------------------------------
