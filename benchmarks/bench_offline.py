@@ -7,7 +7,7 @@ inner loops alone: simulating every answer of 17 models × the benchmark × 2 ar
 with the lexicon. Everything it makes is SIMULATED and thrown away. Targets (issue 23, a quiet 2-core
 machine): notebooks ≤ 60 s in all, ≤ 150 s of CPU.
 
-    .venv/bin/python benchmarks/bench_offline.py [--only 05 06] [--micro]
+    .venv/bin/python benchmarks/bench_offline.py [--only 05 06] [--keep outputs/runs/bench] [--micro]
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ def heaviest_cells(notebook: Path, n: int = 3) -> list[tuple[float, str]]:
     return sorted(timed, reverse=True)[:n]
 
 
-def per_notebook(only: list[str]) -> None:
+def per_notebook(only: list[str], keep: Path | None = None) -> None:
     settings, notebooks, problems = profiles.plan("offline", orchestrate.notebooks_in_order(), only or None, {})
     if problems:
         raise SystemExit("\n".join(problems))
     paths.RUNS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-offline-", dir=paths.RUNS) as folder:
-        run = Path(folder) / "offline"
+        run = keep.resolve() if keep else Path(folder) / "offline"
         started = time.perf_counter()
         rows = orchestrate.execute_notebooks(
             notebooks, run, lambda nb: profiles.notebook_parameters(settings, nb, run, {}), label="bench")
@@ -79,6 +79,7 @@ def micro(pairs: int, models: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], help="notebook numbers or names (default: all eight)")
+    parser.add_argument("--keep", type=Path, help="run into this folder and keep it (default: a throwaway one)")
     parser.add_argument("--micro", action="store_true", help="time the simulator and the lexicon alone")
     parser.add_argument("--pairs", type=int, default=int(composition().n.sum()), help="with --micro")
     parser.add_argument("--models", type=int, default=len(paper.MAIN_MODELS) + len(paper.QWEN_VARIANTS),
@@ -87,7 +88,7 @@ def main() -> None:
     if args.micro:
         micro(args.pairs, args.models)
     else:
-        per_notebook(args.only)
+        per_notebook(args.only, args.keep)
 
 
 if __name__ == "__main__":
