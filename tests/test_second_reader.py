@@ -14,6 +14,7 @@ from gama_utils.bench import datasheet, second_reader, wording
 from gama_utils.bench.second_reader import READING_COLUMNS, VERDICT_COLUMNS, SecondReaderError
 from gama_utils.bench.templates import load_templates
 from gama_utils.core import grid
+from gama_utils.paths import BENCHMARK
 
 FC, PD = "financial_control", "public_dispute"
 T1, T2, T3, T4 = (f"{FC}-L1-matter_of_fact-01", f"{FC}-L2-self_justifying-01", f"{FC}-L3-emotional_venting-01",
@@ -249,6 +250,7 @@ def test_every_disagreement_of_the_shipped_bank_with_the_second_reader_has_a_ver
     verdicts = second_reader.read_verdicts(path) if path.exists() else pd.DataFrame(columns=VERDICT_COLUMNS)
     mine = bank[bank["dimension"] == dimension]
     assert list(reading["template_id"]) == list(mine["template_id"]), "one row per template, in the bank's order"
+    assert set(verdicts["template_id"]) <= set(reading["template_id"]), "verdicts on templates not read"
     judged = second_reader.judged(second_reader.comparison(mine, reading), verdicts)
     for status in ("unreviewed", "still_disagrees", "stale"):
         assert judged[judged["status"] == status].empty, judged[judged["status"] == status].to_string()
@@ -267,3 +269,12 @@ def test_a_reading_that_copies_the_shipped_bank_agrees_on_every_field(bank, tmp_
     assert all(r["agreement_at_reading"] == 1.0 and r["disagreements_now"] == 0 for r in s["fields"])
     assert {r["field"]: r["kappa"] for r in s["fields"] if r["kappa"] is not None} == {
         "setting_region": 1.0, "affected_third_party": 1.0}
+
+
+def test_the_shipped_datasheet_states_the_second_readers_numbers():
+    readme = (BENCHMARK / "README.md").read_text(encoding="utf-8")
+    if "read by a second, independent reader" not in readme:
+        pytest.skip("data/gama_bench/README.md was built before the second reader's section; the merge rebuilds it")
+    pairs = pd.read_json(BENCHMARK / "pairs.jsonl", lines=True, dtype=False)
+    section = datasheet._environment().get_template("second_reader.md.j2")
+    assert section.render(m={"second_reader": second_reader.summary(pairs)}) in readme
