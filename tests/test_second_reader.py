@@ -259,11 +259,14 @@ def test_every_disagreement_of_the_shipped_bank_with_the_second_reader_has_a_ver
     assert all(wording.advice_question_problem(texts[t]) is None for t in rewritten["template_id"])
 
 
-def test_a_reading_that_copies_the_shipped_bank_agrees_on_every_field(bank, tmp_path):
-    mine = bank[bank["dimension"] == FC]
-    rows = [(t.template_id, t.setting_region, *(v if isinstance(v, str) else "" for v in (
+def _copy_of_the_bank(bank: pd.DataFrame) -> list[tuple]:
+    return [(t.template_id, t.setting_region, *(v if isinstance(v, str) else "" for v in (
         t.partner_occupation, t.narrator_occupation)), t.affected_third_party, "fits", "advice", "")
-        for t in mine.itertuples()]
+        for t in bank[bank["dimension"] == FC].itertuples()]
+
+
+def test_a_reading_that_copies_the_shipped_bank_agrees_on_every_field(bank, tmp_path):
+    mine, rows = bank[bank["dimension"] == FC], _copy_of_the_bank(bank)
     s = second_reader.summary(bank, second_reader.load(_folder(tmp_path, {FC: rows}, {})))
     assert s["templates_read"] == len(mine) and s["templates_not_read"] == 0
     assert all(r["agreement_at_reading"] == 1.0 and r["disagreements_now"] == 0 for r in s["fields"])
@@ -278,3 +281,16 @@ def test_the_shipped_datasheet_states_the_second_readers_numbers():
     pairs = pd.read_json(BENCHMARK / "pairs.jsonl", lines=True, dtype=False)
     section = datasheet._environment().get_template("second_reader.md.j2")
     assert section.render(m={"second_reader": second_reader.summary(pairs)}) in readme
+
+
+def test_the_command_line_lists_what_needs_a_verdict_and_fails(bank, tmp_path, capsys):
+    rows = _copy_of_the_bank(bank)
+    rows[0] = (*rows[0][:6], "verdict", "")
+    folder = _folder(tmp_path, {FC: rows}, {})
+    assert second_reader.main(["check", "--folder", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert f"unreviewed,{rows[0][0]},closing,advice,verdict," in out and "1 rows to settle" in out
+    _write(folder / f"{FC}.verdicts.csv", VERDICT_COLUMNS, [(rows[0][0], "closing", "advice", "verdict",
+                                                             "label kept: it asks what to do too")])
+    assert second_reader.main(["check", "--folder", str(folder)]) == 0
+    assert "rows to settle" not in capsys.readouterr().out

@@ -16,13 +16,19 @@ is `disputable`; for `closing`, it is `verdict`. A `changed` verdict says the ba
 so it is no disagreement any more; the bank as it was at the reading is the bank with those changes undone,
 which is what the agreement and Cohen's kappa "at the reading" compare. `summary` counts everything the
 datasheet states.
+
+`python -m gama_utils.bench.second_reader check [--folder DIR] [--templates PATH]` prints the counts per field
+and, as CSV rows of the verdicts file, every disagreement without a verdict and every verdict that is stale or
+still disagrees; it exits 1 when there is any.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -391,3 +397,32 @@ def summary(templates: pd.DataFrame, reader: SecondReading | None = None) -> dic
     return {"read": list(reader.read), "unread": list(reader.unread),
             "templates_read": int(compared["template_id"].nunique()), "templates_not_read": len(missed),
             "fields": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: `check [--folder DIR] [--templates PATH]`."""
+    from gama_utils.bench.templates import load_templates
+
+    parser = argparse.ArgumentParser(prog="python -m gama_utils.bench.second_reader")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("check", help="compare the second reader's files with the bank")
+    run.add_argument("--folder", help=f"the second reader's files (default {FOLDER})")
+    run.add_argument("--templates", help="a .jsonl file or folder (default data/templates)")
+    args = parser.parse_args(argv)
+    bank = load_templates(args.templates)
+    reader = load(args.folder)
+    counted = summary(bank, reader)
+    print(f"read: {', '.join(counted['read']) or 'none'}; not read: {', '.join(counted['unread']) or 'none'}; "
+          f"{counted['templates_read']} templates read, {counted['templates_not_read']} of the dimensions read not")
+    print(pd.DataFrame(counted["fields"]).to_string(index=False))
+    found = judged(comparison(bank, reader.reading), reader.verdicts)
+    open_ = found[found["status"].isin(["unreviewed", "still_disagrees", "stale"])]
+    if len(open_):
+        print(f"\n{len(open_)} rows to settle (status, then the verdicts file's columns):")
+        writer = csv.writer(sys.stdout)
+        writer.writerows(open_[["status", *VERDICT_COLUMNS]].itertuples(index=False))
+    return 1 if len(open_) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
