@@ -131,6 +131,15 @@ def test_a_new_job_the_table_gained_reads_as_its_occupation(tmp_path):
     assert second_reader.reading_value("partner_occupation", "+registered nurse") == "nurse"
     assert second_reader.reading_value("partner_occupation", "+sommelier") == "+sommelier"
     assert second_reader.reading_value("setting_region", "GB") == "GB"
+    # t1 records 'nurse' now: the reader's '+registered nurse' was added to the table and the bank changed from ''
+    reading = {FC: [(T1, "GB", "+registered nurse", "", "none", "fits", "advice", "")]}
+    verdicts = {FC: [(T1, "partner_occupation", "", "+registered nurse", "changed: the job was added and recorded")]}
+    reader = second_reader.load(_folder(tmp_path, reading, verdicts))
+    judged = second_reader.judged(second_reader.comparison(_bank(), reader.reading), reader.verdicts)
+    assert judged[["field", "status"]].values.tolist() == [["partner_occupation", "changed"]]
+    partner = {r["field"]: r for r in second_reader.summary(_bank(), reader)["fields"]}["partner_occupation"]
+    assert (partner["read"], partner["agree_at_reading"], partner["disagreements_now"], partner["changed"]) == (
+        1, 0, 0, 1)
 
 
 def test_no_files_read_no_dimension(tmp_path):
@@ -214,6 +223,13 @@ def test_a_bad_verdict_names_file_line_and_field(tmp_path, verdicts, message):
     with pytest.raises(SecondReaderError) as err:
         second_reader.load(folder)
     assert f"{folder / FC}.verdicts.csv, line " in str(err.value) and message in str(err.value)
+
+
+def test_a_partner_verdict_on_the_public_track_is_named(tmp_path):
+    folder = _folder(tmp_path, READING, {PD: [(P1, "partner_occupation", "", "", "changed: none")]})
+    with pytest.raises(SecondReaderError, match=r"public_dispute\.verdicts\.csv, line 2 \(public_dispute-L1-matter_of_"
+                                                r"fact-01\), field field: partner_occupation is read on the intimate"):
+        second_reader.load(folder)
 
 
 def test_a_bad_header_and_verdicts_without_a_reading_are_named(tmp_path):

@@ -231,6 +231,8 @@ def read_verdicts(path: str | Path, dimension: str | None = None) -> pd.DataFram
             raise SecondReaderError(f"{where}, field template_id: {problem}")
         if row["field"] not in FIELDS:
             raise SecondReaderError(f"{where}, field field: {row['field']!r} is not one of {', '.join(FIELDS)}")
+        if row["field"] == "partner_occupation" and grid.dimension(dimension).track != "intimate":
+            raise SecondReaderError(f"{where}, field field: partner_occupation is read on the intimate track only")
         key = (row["template_id"], row["field"])
         if key in seen:
             raise SecondReaderError(f"{where}, field field: a second verdict on {row['field']} of this template "
