@@ -1,7 +1,8 @@
 """Notebooks 01-03 (paper §3.2): the benchmark, from the condition grid to the published mirrored pairs.
 
 templates (the authored bank) → lint, wording, gender_cues (checks) → generate → review → compilation
-(mirror) → deduplication (embeddings) → screening → composition, bank_metadata, bank_audit, datasheet,
+(mirror) → deduplication (embeddings) → screening → composition, bank_metadata, second_reader (a person's blind
+reading of the bank against it), bank_audit, datasheet,
 benchmark_figures → publication (with dataset_card: the Hugging Face card's front matter, licence and configs).
 """
 
@@ -12,6 +13,7 @@ __all__ = [
     "gender_cues",
     "mirror",
     "bank_metadata",
+    "second_reader",
     "bank_audit",
     "generate",
     "review",

@@ -4,10 +4,11 @@
 exclusions, drops); `measures` computes, at build time, the numbers the datasheet reports about
 the published templates (singular-they agreement errors, advice-question share, cross-bank
 premise similarity by two methods, region shares, "!" by style, the rhetorical devices of each style
-against their bounds, occupations and their stereotype direction, the metadata read twice, affected
-third parties); `render` fills gama_utils/bench/jinja/datasheet.md.j2 with both, the
-composition and the severity rubric of every dimension. Nothing here reads a clock or a path,
-so a rebuild gives the same bytes.
+against their bounds, occupations and their stereotype direction, the metadata read twice by the rule-based
+reader and by a person, `second_reader`, affected third parties); `render` fills
+gama_utils/bench/jinja/datasheet.md.j2 (which includes second_reader.md.j2) with both, the composition
+and the severity rubric of every dimension. Nothing here reads a clock or a path, so a rebuild gives the
+same bytes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from gama_utils.bench import bank_metadata, dataset_card, embeddings, wording
+from gama_utils.bench import bank_metadata, dataset_card, embeddings, second_reader, wording
 from gama_utils.bench.benchmark_figures import DATASET_NAME
 from gama_utils.bench.compilation import PAIR_COLUMNS
 from gama_utils.bench.composition import OURS, PAPER, composition_table
@@ -82,6 +83,7 @@ def measures(pairs: pd.DataFrame, posts: pd.DataFrame) -> dict:
         "occupations": _occupations(pairs),
         "narrator_occupations": _narrator_occupations(pairs),
         "second_reading": _second_reading(posts[posts["template_id"].isin(pairs["template_id"])]),
+        "second_reader": second_reader.summary(pairs),
         "premise_review": _premise_review(published),
         "third_parties": _third_parties(pairs),
     }
