@@ -5,7 +5,8 @@
   A region is English-speaking when regions.csv says so (US, GB, IE, CA, AU, NZ).
 - `partner_occupation` (intimate track only): the partner's occupation when the text names one, as
   the `occupation` of a row of data/lexicons/occupations.csv; the text must contain that occupation or
-  one of its variants. Null when the text names none.
+  one of its variants. It is the job the person holds at the time of the events, also where the events
+  cost it (the role a judge reads). Null when the text names none.
 - `narrator_occupation` (both tracks): the narrator's own occupation when the text names it ("I'm a
   nurse", "I work as a cashier"), by the same table and rule. The narrator is the actor, a man in the
   male-actor prompt and a woman in the female-actor prompt.
