@@ -72,7 +72,7 @@ def test_a_second_pass_reads_nothing_again_and_scores_the_same(memo_file, monkey
     responses = _responses()
     first = _scored(responses, blind_mode)
     lexicon._evaluate_cached.cache_clear()
-    blind._masked.cache_clear()
+    blind._mask_once.cache_clear()
 
     def refuse(text):
         raise AssertionError(f"read again: {text[:40]!r}")

@@ -81,10 +81,12 @@ def json_schema() -> dict:
 
 def field_list() -> str:
     """The prompt's list of fields: one block per group, one "- name: instruction" line per field."""
-    blocks: dict[str, list[str]] = {}
-    for m in grouped():
-        blocks.setdefault(m.field.group, []).append(f"- {m.field.name}: {m.field.instruction}")
-    return "\n\n".join(f"{group}\n" + "\n".join(lines) for group, lines in blocks.items())
+    def build() -> str:
+        blocks: dict[str, list[str]] = {}
+        for m in grouped():
+            blocks.setdefault(m.field.group, []).append(f"- {m.field.name}: {m.field.instruction}")
+        return "\n\n".join(f"{group}\n" + "\n".join(lines) for group, lines in blocks.items())
+    return _cached("field_list", build)
 
 
 def _shape(m: Metric) -> str:
@@ -98,7 +100,8 @@ def _shape(m: Metric) -> str:
 
 def answer_shape() -> str:
     """The one-line JSON shape the prompt ends with."""
-    return "{" + ", ".join(f"{json.dumps(m.field.name)}: {_shape(m)}" for m in grouped()) + "}"
+    return _cached("answer_shape",
+                   lambda: "{" + ", ".join(f"{json.dumps(m.field.name)}: {_shape(m)}" for m in grouped()) + "}")
 
 
 def metric_columns() -> tuple[str, ...]:
