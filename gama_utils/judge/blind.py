@@ -379,20 +379,18 @@ def _mask_chinese(text: str) -> str:
 
 
 _TRIGGERS = frozenset({*SUBJECT, *OBJECT_ETC, *CONTRACTIONS, "her", "his", *NOUNS, *ADJECTIVES, *TITLES, "miss"})
-_LETTER = "A-Za-zÀ-ÖØ-öø-ÿ"
-_ANY_TRIGGER = re.compile(
-    f"(?<![{_LETTER}])(?:" + "|".join(re.escape(w).replace("'", "['’]") for w in sorted(_TRIGGERS, key=len, reverse=True))
-    + f")(?![{_LETTER}])", re.IGNORECASE)
+_TRIGGER_RUNS = frozenset(word.split("'")[0] for word in _TRIGGERS)
+_LETTER_RUN = re.compile("[a-zà-öø-ÿ]+")
 _ANY_CJK = re.compile(f"[{_CJK}]")
 
 
 def _may_hold_markers(text: str) -> bool:
     """False only when no word of `text` could be masked (so masking would return it unchanged).
 
-    A trigger word standing between non-letters anywhere (also after an apostrophe) counts: a superset
-    of the words masking reads, found in one regex pass.
+    Any run of letters that begins a trigger word counts (also after an apostrophe): a superset of
+    the words masking reads, found in one pass over the lower-cased text.
     """
-    return bool(_ANY_CJK.search(text) or _ANY_TRIGGER.search(text))
+    return bool(_ANY_CJK.search(text)) or not _TRIGGER_RUNS.isdisjoint(_LETTER_RUN.findall(text.lower()))
 
 
 def version() -> str:
