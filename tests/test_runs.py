@@ -2,6 +2,7 @@
 
 import json
 import stat
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -81,3 +82,59 @@ def test_report_and_runs_import_without_a_cycle():
             "import gama_utils.runs.orchestrate")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def _plan(overrides: dict | None = None) -> dict[str, set[str]]:
+    settings, notebooks, problems = profiles.plan("offline", runs.notebooks_in_order(), None, overrides or {})
+    assert not problems
+    return runs.dependencies(notebooks, lambda nb: profiles.notebook_parameters(settings, nb, Path("/tmp/run"),
+                                                                              overrides or {}))
+
+
+def test_each_notebook_waits_only_for_the_notebooks_whose_files_it_reads():
+    assert _plan() == {"01_generate": set(), "02_review": {"01_generate"}, "03_compile": {"02_review"},
+                       "04_respond": set(), "05_evaluate": {"04_respond"}, "06_analyze": {"05_evaluate"},
+                       "07_ablation": set(), "08_robustness": {"05_evaluate"}}
+
+
+def test_a_publishing_compile_or_a_benchmark_file_given_makes_the_later_notebooks_wait():
+    published = _plan({"publish": True})
+    assert all("03_compile" in published[stem] for stem in ("04_respond", "05_evaluate", "07_ablation"))
+    given = _plan({"pairs_path": "outputs/runs/offline/benchmark/pairs.jsonl"})
+    assert given["04_respond"] == {"01_generate", "02_review", "03_compile"}
+    assert given["07_ablation"] == {f"0{i}_{n}" for i, n in enumerate(
+        ["generate", "review", "compile", "respond", "evaluate", "analyze"], start=1)}
+
+
+def _toy(folder: Path, name: str, code: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('run_dir = "x"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
+    nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder / f"{name}.ipynb"
+
+
+def test_a_notebook_without_a_schema_waits_for_every_earlier_one_and_a_failure_stops_the_rest(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    notebooks = [_toy(folder, "01_fails", "raise RuntimeError('planted')"),
+                 _toy(folder, "02_later", "from pathlib import Path\nPath(run_dir, 'later.done').write_text('ok')")]
+    assert runs.dependencies(notebooks, lambda nb: {}) == {"01_fails": set(), "02_later": {"01_fails"}}
+    run = tmp_path / "run"
+    with pytest.raises(Exception, match="planted"):
+        runs.execute_notebooks(notebooks, run, lambda nb: {"run_dir": str(run)}, label="toy", jobs=2)
+    assert not (run / "later.done").exists()
+
+
+def test_two_processes_updating_one_manifest_lose_no_stage(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from gama_utils.core import run_folders\n"
+            "for i in range(40): run_folders.update_manifest(sys.argv[1], f'{sys.argv[2]}-{i}', n=i)")
+    workers = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), name]) for name in ("a", "b")]
+    assert [w.wait(timeout=120) for w in workers] == [0, 0]
+    stages = json.loads((tmp_path / "manifest.json").read_text())["stages"]
+    assert sorted(stages) == sorted(f"{name}-{i}" for name in ("a", "b") for i in range(40))

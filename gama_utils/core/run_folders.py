@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import fcntl
 import hashlib
 import json
 import math
@@ -181,6 +182,24 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+@contextlib.contextmanager
+def exclusive(path: Path):
+    """Hold an exclusive lock for a read-modify-write of `path` (manifest.json, artifacts.json, timings.json).
+
+    Two notebooks writing one run at once (JupyterLab beside papermill, or `gama reproduce` running
+    independent notebooks side by side) then never lose each other's entry. The lock is a sidecar file
+    `.<name>.lock` beside `path`, taken with flock, so it is released when the process ends.
+    """
+    check_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def atomic_write(path: Path, data: str | bytes) -> Path:
     """Write a file so that a crash leaves either the old or the new content, never a torn one.
 
@@ -311,18 +330,20 @@ def update_manifest(run: str | Path, stage: str, models: Iterable[str | dict | M
     (credentials.SecretInFileError naming the file).
     """
     path = run_dir(run) / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    for model in models:
-        spec = llm.resolve_model(model)
-        manifest.setdefault("models", {})[spec.alias] = spec.public_dict()
-        manifest["plumbing_check"] = bool(manifest.get("plumbing_check")) or spec.plumbing_check
-    manifest.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    manifest["git_commit"] = git_commit()
-    manifest["python"] = platform.python_version()
-    manifest["packages"] = {p: _version(p) for p in ("pandas", "numpy", "scipy", "statsmodels", "openai",
-                                                     "papermill", "gama-bench")}
-    manifest.setdefault("stages", {})[stage] = {**entries, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    atomic_write(path, json.dumps(manifest, indent=2, default=str))
+    specs = [llm.resolve_model(model) for model in models]
+    facts = {"git_commit": git_commit(), "python": platform.python_version(),
+             "packages": {p: _version(p) for p in ("pandas", "numpy", "scipy", "statsmodels", "openai", "papermill",
+                                                   "gama-bench")}}
+    with exclusive(path):
+        manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        for spec in specs:
+            manifest.setdefault("models", {})[spec.alias] = spec.public_dict()
+            manifest["plumbing_check"] = bool(manifest.get("plumbing_check")) or spec.plumbing_check
+        manifest.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        manifest.update(facts)
+        manifest.setdefault("stages", {})[stage] = {**entries,
+                                                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        atomic_write(path, json.dumps(manifest, indent=2, default=str))
     credentials.check_run_files(path.parent)
     return path
 
@@ -331,11 +352,12 @@ def record_notebook_run(run: str | Path, notebook: str, how: str, parameters: di
     """Record in run_dir/manifest.json under "notebook_runs" that `notebook` ran (how: "papermill" or
     "interactive"), when, and with which parameters; the notebook's own stage entry is left as it is."""
     path = run_dir(run) / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    manifest.setdefault("created", now)
-    manifest.setdefault("notebook_runs", {})[notebook] = {"how": how, "at": now, "parameters": parameters}
-    return atomic_write(path, json.dumps(manifest, indent=2, default=str))
+    with exclusive(path):
+        manifest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest.setdefault("created", now)
+        manifest.setdefault("notebook_runs", {})[notebook] = {"how": how, "at": now, "parameters": parameters}
+        return atomic_write(path, json.dumps(manifest, indent=2, default=str))
 
 
 def _version(package: str) -> str | None:

@@ -35,7 +35,7 @@ from IPython.display import Markdown, display
 from matplotlib.figure import Figure
 
 from gama_utils.core.escaping import markdown_text
-from gama_utils.core.run_folders import atomic_write
+from gama_utils.core.run_folders import atomic_write, exclusive
 from gama_utils.core.schema import Absent
 from gama_utils.report.plots import save_figure
 from gama_utils.report.table_files import display_table, provenance_note, write_table
@@ -126,14 +126,15 @@ def read_index(run: str | Path) -> list[Entry]:
 def register(run: str | Path, entry: Entry) -> Path:
     """Add or replace (by name, keeping its place) `entry` in the run's index, atomically; returns the index path."""
     check(entry)
-    entries = read_index(run)
-    names = [e.name for e in entries]
-    if entry.name in names:
-        entries[names.index(entry.name)] = entry
-    else:
-        entries.append(entry)
-    text = json.dumps([asdict(e) for e in entries], indent=1, ensure_ascii=False) + "\n"
-    return atomic_write(Path(run) / INDEX_FILE, text)
+    with exclusive(Path(run) / INDEX_FILE):
+        entries = read_index(run)
+        names = [e.name for e in entries]
+        if entry.name in names:
+            entries[names.index(entry.name)] = entry
+        else:
+            entries.append(entry)
+        text = json.dumps([asdict(e) for e in entries], indent=1, ensure_ascii=False) + "\n"
+        return atomic_write(Path(run) / INDEX_FILE, text)
 
 
 def ordered(entries: Iterable[Entry]) -> list[Entry]:

@@ -4,7 +4,8 @@ A run lives in outputs/runs/<run_name>/ (notebooks/, tables/, figures/, manifest
 live, and its stage frames (`save`, `load`, re-exported here), are gama_utils.core.run_folders.
 `python -m gama_utils.runs reproduce --profile offline` checks the profile's and `--set` values against every
 notebook's parameter schema (gama_utils.runs.profiles), refuses a run folder of the repository and answers of
-another origin, then executes the notebooks in order; after each notebook, and in every stage's manifest
+another origin, then executes the notebooks, two at once where one does not read the other's files (a
+notebook schema's `after`; GAMA_NOTEBOOK_JOBS sets how many); after each notebook, and in every stage's manifest
 update, the run's files are checked for the values of the API keys its models use (gama_utils.core.credentials).
 `strip` removes outputs and run metadata from notebooks before they are committed.
 """
@@ -18,8 +19,10 @@ import logging
 import os
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent import futures
 from pathlib import Path
 from typing import NamedTuple, TextIO
 
@@ -31,6 +34,7 @@ from gama_utils.core.run_folders import (
     RunFolderError,
     atomic_write,
     check_path,
+    exclusive,
     run_dir,
 )
 from gama_utils.paths import NOTEBOOKS
@@ -49,13 +53,59 @@ def notebooks_in_order(folder: Path = NOTEBOOKS) -> list[Path]:
     return sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb"))
 
 
-def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Callable[[Path], dict],
-                      kernel: str = DEFAULT_KERNEL, label: str = "run") -> list[dict]:
-    """Execute notebooks in order with papermill into run_path/notebooks; one record (name, seconds) per notebook.
+JOBS_ENV = "GAMA_NOTEBOOK_JOBS"
 
+
+def notebook_jobs() -> int:
+    """How many notebooks may run at once: GAMA_NOTEBOOK_JOBS, else one per core up to two."""
+    value = os.environ.get(JOBS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ParameterError([f"{JOBS_ENV}={value!r}: expected a whole number of notebooks, at least 1"])
+        return int(value)
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def dependencies(notebooks: list[Path], values: Callable[[Path], dict]) -> dict[str, set[str]]:
+    """For each notebook (by stem), the notebooks of this plan that must finish before it starts.
+
+    A notebook's schema says which notebooks' files it reads (`after`); one without a schema, or whose
+    schema does not say, waits for every earlier one; a notebook that publishes (03 with publish=True)
+    is waited for by every later one.
+    """
+    needs: dict[str, set[str]] = {}
+    publishers: set[str] = set()
+    for i, nb in enumerate(notebooks):
+        earlier = [p.stem for p in notebooks[:i]]
+        declared = parameters_of(nb, values)
+        after = declared.after() if declared is not None else None
+        needs[nb.stem] = (set(earlier) if after is None else set(after) & set(earlier)) | publishers
+        if declared is not None and declared.publishes():
+            publishers.add(nb.stem)
+    return needs
+
+
+def parameters_of(nb: Path, values: Callable[[Path], dict]) -> parameters.NotebookParameters | None:
+    """The notebook's validated parameters; None without a schema or valid values (its first cell then says why)."""
+    if nb.stem not in parameters.SCHEMAS:
+        return None
+    try:
+        return parameters.validate(nb.stem, values(nb))
+    except ValueError:
+        return None
+
+
+def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Callable[[Path], dict],
+                      kernel: str = DEFAULT_KERNEL, label: str = "run", jobs: int | None = None) -> list[dict]:
+    """Execute notebooks with papermill into run_path/notebooks; one record (name, seconds, cpu_seconds) each.
+
+    Up to `jobs` notebooks run at once (default `notebook_jobs()`), each once the notebooks it reads
+    have finished (`dependencies`); with one job they run one after the other in the given order.
     timings.json keeps the latest time of every notebook run under this run, so a partial re-run updates
-    only its rows. A failing notebook raises papermill's error (its executed copy shows the failing cell). After
-    each notebook the run's files (its executed copy included) are checked for the values of the run's keys.
+    only its rows. A failing notebook raises papermill's error once the notebooks already running have
+    finished (its executed copy shows the failing cell); no further notebook starts. After each notebook
+    the run's files (its executed copy included) are checked for the values of the run's keys. CPU time
+    is the notebook's kernel and its thread in this process; while notebooks overlap it is approximate.
     """
     import papermill
 
@@ -64,27 +114,63 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
     for nb in notebooks:                           # a link (notebooks/ -> the sources) is refused before any run
         check_path(out_dir / nb.name, run_path)
     out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = jobs or notebook_jobs()
+    needs = dependencies(notebooks, parameters)
     timings_path = run_path / "timings.json"
-    timings = {row["notebook"]: row for row in (json.loads(timings_path.read_text()) if timings_path.exists() else [])}
-    done = []
-    for nb in notebooks:
-        start, cpu_start = time.perf_counter(), _cpu_seconds()
+    reaped = threading.Lock()
+    children = [_children_cpu()]
+
+    def execute(nb: Path) -> dict:
+        start, thread_cpu = time.perf_counter(), time.thread_time()
         log.info("[%s] %s → %s", label, nb.name, out_dir / nb.name)
         papermill.execute_notebook(str(nb), str(out_dir / nb.name), kernel_name=kernel, parameters=parameters(nb),
                                    cwd=str(NOTEBOOKS), progress_bar=False)
-        row = {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2),
-               "cpu_seconds": round(_cpu_seconds() - cpu_start, 2)}
-        timings[nb.stem] = row
-        done.append(row)
-        atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
+        with reaped:                               # the kernel was reaped when papermill returned
+            now = _children_cpu()
+            kernel_cpu, children[0] = now - children[0], now
+        return {"notebook": nb.stem, "seconds": round(time.perf_counter() - start, 2),
+                "cpu_seconds": round(time.thread_time() - thread_cpu + kernel_cpu, 2)}
+
+    def finished(row: dict) -> None:
+        with exclusive(timings_path):
+            timings = {r["notebook"]: r for r in (json.loads(timings_path.read_text()) if timings_path.exists()
+                                                  else [])}
+            timings[row["notebook"]] = row
+            atomic_write(timings_path, json.dumps(sorted(timings.values(), key=lambda r: r["notebook"]), indent=2))
         credentials.check_run_files(run_path)
-    return done
+
+    rows: dict[str, dict] = {}
+    if jobs == 1:
+        for nb in notebooks:
+            rows[nb.stem] = execute(nb)
+            finished(rows[nb.stem])
+        return [rows[nb.stem] for nb in notebooks]
+    pending, failure = list(notebooks), None
+    running: dict[futures.Future, Path] = {}
+    with futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook") as pool:
+        while running or (pending and failure is None):
+            ready = [nb for nb in pending if needs[nb.stem] <= rows.keys()] if failure is None else []
+            for nb in ready[:jobs - len(running)]:
+                pending.remove(nb)
+                running[pool.submit(execute, nb)] = nb
+            done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                nb = running.pop(future)
+                try:
+                    rows[nb.stem] = future.result()
+                except Exception as error:         # the first failure is raised once the others have finished
+                    failure = failure or error
+                    continue
+                finished(rows[nb.stem])
+    if failure is not None:
+        raise failure
+    return [rows[nb.stem] for nb in notebooks]
 
 
-def _cpu_seconds() -> float:
-    """CPU time (user + system) of this process and of its finished children (each notebook's kernel)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def _children_cpu() -> float:
+    """CPU time (user + system) of this process's finished children (each notebook's kernel, once reaped)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DEFAULT_KERNEL,
@@ -120,7 +206,7 @@ def reproduce(profile: str = "offline", run: str | None = None, kernel: str = DE
             log.info("[%s] local server at %s (stopped when the run ends)", profile, base_url)
         done = execute_notebooks(notebooks, run_path,
                                  lambda nb: profiles.notebook_parameters(settings, nb, run_path, overrides), kernel,
-                                 label=profile)
+                                 label=profile, jobs=1 if settings.server else None)
     if report:
         from gama_utils.report.browser import build_browser
         from gama_utils.report.run_report import build_report

@@ -57,6 +57,17 @@ class NotebookParameters(BaseModel):
         """The models this notebook will ask, targets and judges (none here; ConfigError for an unknown one)."""
         return []
 
+    def after(self) -> tuple[str, ...] | None:
+        """The notebooks of the same run whose files this one reads; None: every earlier one (the safe default).
+
+        `gama reproduce` starts a notebook once these have finished, so independent ones run side by side.
+        """
+        return None
+
+    def publishes(self) -> bool:
+        """Whether it writes files outside its run that later notebooks read (then every later one waits for it)."""
+        return False
+
 
 class Generate(NotebookParameters):
     """01_generate."""
@@ -74,6 +85,10 @@ class Generate(NotebookParameters):
 
         return [llm.resolve_model(m) for m in self.generators]
 
+    def after(self) -> tuple[str, ...]:
+        """The first notebook: it reads nothing of the run."""
+        return ()
+
 
 class Review(NotebookParameters):
     """02_review."""
@@ -89,6 +104,10 @@ class Review(NotebookParameters):
         from gama_utils import llm
 
         return [llm.resolve_model(m) for m in self.reviewers]
+
+    def after(self) -> tuple[str, ...]:
+        """It reviews 01's candidates."""
+        return ("01_generate",)
 
 
 class Compile(NotebookParameters):
@@ -117,6 +136,14 @@ class Compile(NotebookParameters):
 
         embedder = self.embedding_backend.partition("openai:")[2]
         return [llm.resolve_model(m) for m in (self.compiler, *([embedder] if embedder else []))]
+
+    def after(self) -> tuple[str, ...]:
+        """It compiles 02's reviewed candidates."""
+        return ("02_review",)
+
+    def publishes(self) -> bool:
+        """With publish=True it replaces data/gama_bench/, which 04 and 07 read by default."""
+        return self.publish
 
 
 class _Paid(NotebookParameters):
@@ -181,6 +208,10 @@ class Respond(_Paid):
 
         return [llm.resolve_model(m) for m in self.targets()]
 
+    def after(self) -> tuple[str, ...] | None:
+        """The shipped benchmark needs no earlier notebook; a benchmark file given may be 03's, so then all."""
+        return () if self.pairs_path is None else None
+
 
 class Evaluate(_Paid):
     """05_evaluate."""
@@ -214,6 +245,10 @@ class Evaluate(_Paid):
 
         return judges.model_specs([self.judge()])
 
+    def after(self) -> tuple[str, ...]:
+        """It scores 04's answers."""
+        return ("04_respond",)
+
 
 class Analyze(NotebookParameters):
     """06_analyze."""
@@ -226,6 +261,10 @@ class Analyze(NotebookParameters):
                                                   "intercepts (Puni., Ther., Sev.)")
     run_null_check: bool | None = Field(None, description="the zero-gap simulated model through this analysis; None: "
                                                           "in simulated runs with an offline judge")
+
+    def after(self) -> tuple[str, ...]:
+        """It analyses 05's evaluations (and 04's answers)."""
+        return ("05_evaluate",)
 
 
 class Ablation(_Paid):
@@ -258,6 +297,10 @@ class Ablation(_Paid):
                     for v in variants]
         return variants + judges.model_specs([self.evaluator or judges.default_judge(self.backend)])
 
+    def after(self) -> tuple[str, ...] | None:
+        """It asks its own variants on the shipped benchmark; a benchmark file given may be 03's, so then all."""
+        return () if self.pairs_path is None else None
+
 
 class Robustness(_Paid):
     """08_robustness."""
@@ -289,6 +332,10 @@ class Robustness(_Paid):
 
         swap = self.swap_evaluator or judges.default_judge(self.backend, "swap")
         return judges.model_specs([j for j in (self.evaluator_a, swap, self.third_judge) if j])
+
+    def after(self) -> tuple[str, ...]:
+        """It re-scores 04's answers and compares with 05's evaluations."""
+        return ("05_evaluate",)
 
 
 SCHEMAS: dict[str, type[NotebookParameters]] = {
