@@ -29,6 +29,7 @@ from functools import cache
 
 import pandas as pd
 
+from gama_utils.core.patterns import trie_alternation
 from gama_utils.paths import DATA
 
 LEXICONS = DATA / "lexicons"
@@ -221,8 +222,7 @@ def reviewed_disagreements(path=None) -> pd.DataFrame:
 def _places() -> tuple[dict[str, str], re.Pattern]:
     table = pd.read_csv(LEXICONS / "places.csv", keep_default_na=False)
     by_name = dict(zip(table["name"], table["country"]))
-    names = sorted(by_name, key=len, reverse=True)
-    return by_name, re.compile(r"(?<![\w])(" + "|".join(re.escape(n) for n in names) + r")(?![\w])")
+    return by_name, re.compile(r"(?<![\w])(" + trie_alternation(by_name) + r")(?![\w])")
 
 
 def place_mentions(text: str) -> list[tuple[str, str]]:

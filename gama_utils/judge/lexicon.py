@@ -42,6 +42,7 @@ from pathlib import Path
 import yaml
 
 from gama_utils.core.memo import TextMemo, version_of
+from gama_utils.core.patterns import trie_alternation
 from gama_utils.paths import LEXICONS
 
 EVALUATOR_ID = "lexicon"
@@ -101,26 +102,10 @@ def _terms(name: str) -> tuple[Term, ...]:
 
 
 def _alternation(terms: tuple[Term, ...]) -> re.Pattern:
-    """One regex for a term list, built as a prefix trie (Python's re does not optimise alternations)."""
-    trie: dict = {}
-    for term in {t.term.replace("-", " ") for t in terms}:  # a hyphen matches like a space: one trie path
-        node = trie
-        for char in term:
-            node = node.setdefault(char, {})
-        node[""] = {}
-    return re.compile(r"\b(?<!-)" + _trie_pattern(trie) + r"(?![\w-])")
-
-
-def _trie_pattern(node: dict) -> str:
-    ends = "" in node
-    branches = [(r"[\s-]+" if ch == " " else re.escape(ch)) + _trie_pattern(child)
-                for ch, child in sorted(node.items()) if ch]
-    if not branches:
-        return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    if ends:
-        return "(?:" + body + ")?" if len(branches) == 1 else body + "?"
-    return body
+    """One regex for a term list, built as a prefix trie; a hyphen matches like a space (one trie path)."""
+    words = {t.term.replace("-", " ") for t in terms}
+    return re.compile(r"\b(?<!-)" + trie_alternation(words, lambda ch: r"[\s-]+" if ch == " " else re.escape(ch))
+                      + r"(?![\w-])")
 
 
 def _any(patterns: list[str], prefix: str = "") -> re.Pattern:
