@@ -17,6 +17,19 @@
 - `affected_third_party`: who besides the narrator is harmed or involved, from THIRD_PARTIES (for the
   public track, the other party of the story; "none" when nobody else is involved).
 
+The mapping rule (one for every reader, and for the table's variants): a job is recorded as a row only
+when it belongs to that row's `source_category`, the IPUMS OCC1990 category (as FiveThirtyEight named it)
+the census would code the job in; the row's `pct_women` is that category's figure. So a structural engineer
+is a civil engineer; a school's lab technician is not in "Clinical laboratory technologies and technicians";
+a secondary-school teacher is not in "Teachers", which the source counts apart from kindergarten, primary,
+secondary and special-education teachers and college instructors; "Managers and administrators" (n.e.c.)
+takes only managers with no more specific category (not a hotel's, a care home's, a property's or a bank
+branch's manager), as "Not-elsewhere-classified engineers" and "Physical scientists" take only what no
+other category does. A variant is another name of a job in the row's category and shares its figure. A job
+whose category has no row is not recorded, even when the text uses another row's word ("manager",
+"analyst"); a row is added only with a category and figure of the source. The job is the one the person
+holds at the time of the events, also where the events cost it.
+
 The guessing helpers (`place_mentions`, `occupation_mentions`, `second_reading`) are a rule-based second
 reader: the audit lists their guesses, the datasheet counts where they disagree with the recorded values;
 they are not used to fill the fields.
