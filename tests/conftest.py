@@ -32,12 +32,15 @@ def _runs_in_temporary_folders(tmp_path_factory):
     """Tests write their runs in pytest's temporary folders, outside outputs/: the explicit flag allows that
     (gama_utils.core.run_folders; tests/test_run_folders.py checks the refusal without it). Repository folders stay
     refused whatever the flag. The session's runs share one memo of pure readings (gama_utils.core.memo), as
-    a user's runs do, in pytest's folder rather than outputs/cache."""
+    a user's runs do, in pytest's folder rather than outputs/cache. Under pytest-xdist every core already runs a
+    test file, so a run's notebooks go one after the other (GAMA_NOTEBOOK_JOBS=1) unless a test asks for more."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GAMA_RUN_DIR_ANYWHERE", "1")
         session = tmp_path_factory.getbasetemp()  # under pytest-xdist, a worker's: the memo is the whole run's
         shared = session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session
         mp.setenv("GAMA_MEMO", str(shared / "memo.sqlite"))
+        if os.environ.get("PYTEST_XDIST_WORKER") and "GAMA_NOTEBOOK_JOBS" not in os.environ:
+            mp.setenv("GAMA_NOTEBOOK_JOBS", "1")
         yield
 
 

@@ -67,7 +67,8 @@ def offline_run(tmp_path_factory):
     pairs = root / "pairs.jsonl"
     pairs.write_text("".join(json.dumps(r) + "\n" for r in fixture_pairs().to_dict("records")), encoding="utf-8")
     run = root / "offline"
-    runs.execute_notebooks(analysis_notebooks(), run, lambda nb: parameters_for(nb, run, pairs), label="test")
+    # two at once, as `make reproduce` runs them (06 beside 08): every test of this file reads a run made that way
+    runs.execute_notebooks(analysis_notebooks(), run, lambda nb: parameters_for(nb, run, pairs), label="test", jobs=2)
     return run
 
 
