@@ -24,10 +24,15 @@ def test_occupation_table_follows_its_rule_and_its_source():
     by_name = {r["occupation"]: r for r in rows}
     # FiveThirtyEight male-flight-attendants.tsv gives percentage MALE: women = 100 - male
     for occupation, pct_male in [("nurse", 9.4), ("secretary", 4.7), ("pilot", 92.5), ("firefighter", 95.2),
-                                 ("lawyer", 64.5), ("software developer", 78.5)]:
+                                 ("lawyer", 64.5), ("software developer", 78.5), ("secondary school teacher", 42.5),
+                                 ("financial manager", 47.4), ("education administrator", 35.2),
+                                 ("licensed practical nurse", 9.6), ("cabinetmaker", 94.8)]:
         assert float(by_name[occupation]["pct_women"]) == pytest.approx(100 - pct_male)
-    assert [by_name[o]["stereotype"] for o in ("nurse", "secretary", "pilot", "firefighter", "lawyer")] == \
-        ["female", "female", "male", "male", "none"]
+    named = ("nurse", "secretary", "pilot", "firefighter", "lawyer", "secondary school teacher",
+             "licensed practical nurse", "cabinetmaker")
+    assert [by_name[o]["stereotype"] for o in named] == ["female", "female", "male", "male", "none", "none", "female",
+                                                         "male"]
+    assert by_name["secondary school teacher"]["source_category"] != by_name["teacher"]["source_category"]
     surfaces = [s.lower() for r in rows for s in [r["occupation"], *filter(None, r["variants"].split("|"))]]
     assert len(surfaces) == len(set(surfaces)), "every surface form belongs to one occupation"
 
