@@ -4,6 +4,7 @@ value written into a run's file stops the run naming the file."""
 import json
 
 import pytest
+from test_runs import toy_notebook
 
 from gama_utils.core import credentials, run_folders
 from gama_utils.runs import orchestrate as runs
@@ -121,8 +122,6 @@ def test_reproduce_refuses_a_credential_parameter_before_any_notebook(tmp_path):
 
 
 def test_reproduce_stops_at_the_notebook_that_wrote_a_key_and_names_the_file(tmp_path, monkeypatch, capsys):
-    import nbformat
-
     monkeypatch.setenv("LEAKY_KEY", KEY)
     folder = tmp_path / "notebooks"
     folder.mkdir()
@@ -130,12 +129,7 @@ def test_reproduce_stops_at_the_notebook_that_wrote_a_key_and_names_the_file(tmp
              "Path(run_dir, 'manifest.json').write_text(json.dumps({'models': {'m': {'api_key_env': 'LEAKY_KEY'}}}))\n"
              "Path(run_dir, 'debug.log').write_text('headers: ' + os.environ['LEAKY_KEY'])")
     for name, code in (("01_leaky", leaky), ("02_after", "from pathlib import Path\nPath(run_dir, 'ran').touch()")):
-        nb = nbformat.v4.new_notebook()
-        params = nbformat.v4.new_code_cell('run_dir = "x"\nbackend = "sim"')
-        params.metadata["tags"] = ["parameters"]
-        nb.cells = [params, nbformat.v4.new_code_cell(code)]
-        nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
-        nbformat.write(nb, folder / f"{name}.ipynb")
+        toy_notebook(folder, name, code)
     monkeypatch.setattr(runs, "notebooks_in_order", lambda: sorted(folder.glob("[0-9][0-9]_*.ipynb")))
     run = tmp_path / "run"
     assert runs.main(["reproduce", "--run", str(run), "--no-report"]) == 1

@@ -13,6 +13,17 @@ from gama_utils.runs import orchestrate as runs
 from gama_utils.runs import profiles
 
 
+def toy_notebook(folder: Path, name: str, code: str) -> Path:
+    """folder/name.ipynb: a parameters cell (run_dir, backend) and one cell of `code`, on the project's kernel."""
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('run_dir = "x"\nbackend = "sim"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
+    nbformat.write(nb, folder / f"{name}.ipynb")
+    return folder / f"{name}.ipynb"
+
+
 def test_save_and_load_round_trip_lists_and_missing_values(tmp_path):
     frame = pd.DataFrame({"model": ["a", "b"], "terms": [["x", "y"], []], "error": [None, "HTTP 500"],
                           "valid": [True, False]})
@@ -54,13 +65,7 @@ def test_reproduce_runs_the_notebooks_in_order_and_merges_timings(tmp_path, monk
     folder = tmp_path / "notebooks"
     folder.mkdir()
     for name in ("01_first", "02_second"):
-        nb = nbformat.v4.new_notebook()
-        params = nbformat.v4.new_code_cell('run_dir = "x"\nbackend = "sim"')
-        params.metadata["tags"] = ["parameters"]
-        nb.cells = [params, nbformat.v4.new_code_cell(
-            f"from pathlib import Path\nPath(run_dir, '{name}.done').write_text('ok')")]
-        nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
-        nbformat.write(nb, folder / f"{name}.ipynb")
+        toy_notebook(folder, name, f"from pathlib import Path\nPath(run_dir, '{name}.done').write_text('ok')")
     monkeypatch.setattr(runs, "NOTEBOOKS", folder)
     monkeypatch.setattr(runs, "notebooks_in_order", lambda: sorted(folder.glob("[0-9][0-9]_*.ipynb")))
     run = tmp_path / "run"
@@ -106,21 +111,12 @@ def test_a_publishing_compile_or_a_benchmark_file_given_makes_the_later_notebook
         ["generate", "review", "compile", "respond", "evaluate", "analyze"], start=1)}
 
 
-def _toy(folder: Path, name: str, code: str) -> Path:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('run_dir = "x"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(code)]
-    nb.metadata["kernelspec"] = {"name": "gama-bench", "display_name": "Python (gama-bench)", "language": "python"}
-    nbformat.write(nb, folder / f"{name}.ipynb")
-    return folder / f"{name}.ipynb"
-
-
 def test_a_notebook_without_a_schema_waits_for_every_earlier_one_and_a_failure_stops_the_rest(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    notebooks = [_toy(folder, "01_fails", "raise RuntimeError('planted')"),
-                 _toy(folder, "02_later", "from pathlib import Path\nPath(run_dir, 'later.done').write_text('ok')")]
+    later = "from pathlib import Path\nPath(run_dir, 'later.done').write_text('ok')"
+    notebooks = [toy_notebook(folder, "01_fails", "raise RuntimeError('planted')"),
+                 toy_notebook(folder, "02_later", later)]
     assert runs.dependencies(notebooks, lambda nb: {}) == {"01_fails": set(), "02_later": {"01_fails"}}
     run = tmp_path / "run"
     with pytest.raises(Exception, match="planted"):

@@ -140,7 +140,7 @@ def execute_notebooks(notebooks: Iterable[Path], run_path: Path, parameters: Cal
         credentials.check_run_files(run_path)
 
     rows: dict[str, dict] = {}
-    if jobs == 1:
+    if jobs == 1:                                  # in this thread: Ctrl-C and SIGTERM reach the running notebook
         for nb in notebooks:
             rows[nb.stem] = execute(nb)
             finished(rows[nb.stem])
